@@ -1,0 +1,43 @@
+namespace FastFiles;
+
+/// <summary>
+/// Process-wide settings for how FastFiles reads files and writes them to responses. Bind them from the
+/// <c>FastFiles</c> configuration section or set them through <c>AddFastFiles(options =&gt; ...)</c>.
+/// </summary>
+public sealed class FastFilesOptions
+{
+    /// <summary>The smallest read buffer FastFiles will use: 1 KiB.</summary>
+    public const int MinBufferSize = 1024;
+
+    /// <summary>The largest read buffer FastFiles will use: 64 KiB.</summary>
+    public const int MaxBufferSize = 64 * 1024;
+
+    /// <summary>
+    /// Size of each read from a file into the response <see cref="System.IO.Pipelines.PipeWriter"/>.
+    /// Values are clamped to <see cref="MinBufferSize"/>..<see cref="MaxBufferSize"/>.
+    /// </summary>
+    /// <remarks>
+    /// Defaults to 64 KiB. Requests up to Kestrel's 4 KiB memory-pool block size stay on Kestrel's pinned pool;
+    /// larger ones are served from the shared array pool. See <c>benchmarks/results/</c> for the measurement
+    /// behind the default.
+    /// </remarks>
+    public int BufferSize { get; set; } = 64 * 1024;
+
+    /// <summary>
+    /// Bodies of at most this many bytes are read synchronously on the request thread with
+    /// <see cref="RandomAccess.Read(Microsoft.Win32.SafeHandles.SafeFileHandle, Span{byte}, long)"/>; larger ones
+    /// are read asynchronously so a slow disk cannot stall the thread pool.
+    /// </summary>
+    /// <remarks>Defaults to 256 KiB. 0 makes every read asynchronous.</remarks>
+    public long SynchronousReadThreshold { get; set; } = 256 * 1024;
+
+    /// <summary>
+    /// When <see langword="true"/>, header strings are materialized afresh for every response instead of being
+    /// reused across requests. When <see langword="null"/> (the default), follows
+    /// <c>KestrelServerOptions.DisableStringReuse</c>.
+    /// </summary>
+    /// <remarks>Defaults to <see langword="null"/>.</remarks>
+    public bool? DisableStringReuse { get; set; }
+
+    internal int EffectiveBufferSize => Math.Clamp(BufferSize, MinBufferSize, MaxBufferSize);
+}

@@ -1,0 +1,56 @@
+using FastFiles;
+using FastFiles.StaticFiles;
+using Microsoft.Extensions.Configuration;
+
+namespace Microsoft.Extensions.DependencyInjection;
+
+/// <summary>Registers FastFiles' options.</summary>
+public static class FastFilesServiceCollectionExtensions
+{
+    /// <summary>The configuration section FastFiles binds by default: <c>FastFiles</c>.</summary>
+    public const string ConfigurationSectionName = "FastFiles";
+
+    /// <summary>
+    /// Adds FastFiles' options, bound from the <c>FastFiles</c> configuration section (and
+    /// <c>FastFiles:StaticFiles</c> for <see cref="FastStaticFileOptions"/>), then applies <paramref name="configure"/>.
+    /// </summary>
+    /// <param name="services">The service collection.</param>
+    /// <param name="configure">Optional code configuration, applied after configuration binding.</param>
+    /// <returns>The service collection.</returns>
+    public static IServiceCollection AddFastFiles(this IServiceCollection services, Action<FastFilesOptions>? configure = null)
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        services.AddOptions<FastFilesOptions>().BindConfiguration(ConfigurationSectionName);
+        services.AddOptions<FastStaticFileOptions>().BindConfiguration(ConfigurationSectionName + ":StaticFiles");
+        if (configure is not null)
+        {
+            services.Configure(configure);
+        }
+
+        return services;
+    }
+
+    /// <summary>Adds FastFiles' options bound from an explicit configuration section.</summary>
+    /// <param name="services">The service collection.</param>
+    /// <param name="configuration">The section holding <see cref="FastFilesOptions"/>; its <c>StaticFiles</c> child holds <see cref="FastStaticFileOptions"/>.</param>
+    /// <returns>The service collection.</returns>
+    public static IServiceCollection AddFastFiles(this IServiceCollection services, IConfiguration configuration)
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        ArgumentNullException.ThrowIfNull(configuration);
+        services.AddOptions<FastFilesOptions>().Bind(configuration);
+        services.AddOptions<FastStaticFileOptions>().Bind(configuration.GetSection("StaticFiles"));
+        return services;
+    }
+
+    /// <summary>Configures the options of <c>UseFastFiles()</c>.</summary>
+    /// <param name="services">The service collection.</param>
+    /// <param name="configure">The configuration code.</param>
+    /// <returns>The service collection.</returns>
+    public static IServiceCollection ConfigureFastStaticFiles(this IServiceCollection services, Action<FastStaticFileOptions> configure)
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        ArgumentNullException.ThrowIfNull(configure);
+        return services.Configure(configure);
+    }
+}

@@ -1,0 +1,14 @@
+namespace FastFiles.IO;
+
+/// <summary>How a file body copy ended.</summary>
+internal enum FileSendStatus
+{
+    /// <summary>Every requested byte was written and flushed.</summary>
+    Completed,
+
+    /// <summary>The client went away (flush completed or canceled, connection reset).</summary>
+    ClientDisconnected,
+
+    /// <summary>The file ended before the requested count: it was truncated underneath us.</summary>
+    Truncated,
+}

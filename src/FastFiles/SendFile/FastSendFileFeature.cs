@@ -1,0 +1,98 @@
+using System.IO.Pipelines;
+using FastFiles.IO;
+using Microsoft.AspNetCore.Http.Features;
+using Microsoft.Extensions.Logging;
+using Microsoft.Win32.SafeHandles;
+
+namespace FastFiles.SendFile;
+
+/// <summary>
+/// Kestrel's response body with <see cref="SendFileAsync"/> replaced by FastFiles' pipe copy. Everything else
+/// forwards to Kestrel. One instance is kept per Kestrel protocol object (they are reused per connection and
+/// per pooled HTTP/2 stream), so installing it allocates nothing per request.
+/// </summary>
+internal sealed class FastSendFileFeature : IHttpResponseBodyFeature
+{
+    private readonly IHttpResponseBodyFeature _inner;
+    private readonly IHttpRequestLifetimeFeature _lifetime;
+    private readonly FastFilesOptions _options;
+    private readonly ILogger _logger;
+
+    public FastSendFileFeature(IHttpResponseBodyFeature inner, FastFilesOptions options, ILogger logger)
+    {
+        _inner = inner;
+        _lifetime = (IHttpRequestLifetimeFeature)inner;
+        _options = options;
+        _logger = logger;
+    }
+
+    public IHttpResponseBodyFeature Inner => _inner;
+
+    public Stream Stream => _inner.Stream;
+
+    public PipeWriter Writer => _inner.Writer;
+
+    public void DisableBuffering() => _inner.DisableBuffering();
+
+    public Task StartAsync(CancellationToken cancellationToken = default) => _inner.StartAsync(cancellationToken);
+
+    public Task CompleteAsync() => _inner.CompleteAsync();
+
+    public async Task SendFileAsync(string path, long offset, long? count, CancellationToken cancellationToken = default)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(path);
+
+        // FileNotFoundException propagates as it does from the stock fallback: UseStaticFiles turns it into a 404.
+        using SafeFileHandle file = File.OpenHandle(path, FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete);
+        long length = RandomAccess.GetLength(file);
+
+        // Same contract as the stock SendFileFallback.
+        if (offset < 0 || offset > length)
+        {
+            throw new ArgumentOutOfRangeException(nameof(offset), offset, "The offset must be within the file.");
+        }
+
+        if (count.HasValue && (count.Value < 0 || count.Value > length - offset))
+        {
+            throw new ArgumentOutOfRangeException(nameof(count), count, "The count must fit within the file after the offset.");
+        }
+
+        long toSend = count ?? length - offset;
+        cancellationToken.ThrowIfCancellationRequested();
+
+        CancellationToken aborted = _lifetime.RequestAborted;
+        using CancellationTokenRegistration link = cancellationToken.CanBeCanceled && cancellationToken != aborted
+            ? cancellationToken.UnsafeRegister(static state => ((IHttpRequestLifetimeFeature)state!).Abort(), _lifetime)
+            : default;
+
+        FileSendStatus status;
+        try
+        {
+            // Start the response first so the headers and the first body bytes leave in one write.
+            await _inner.StartAsync(aborted);
+            status = await FileBodyWriter.WriteAsync(
+                _inner.Writer, file, offset, toSend, _options.EffectiveBufferSize, _options.SynchronousReadThreshold, aborted);
+        }
+        catch (OperationCanceledException) when (aborted.IsCancellationRequested)
+        {
+            status = FileSendStatus.ClientDisconnected;
+        }
+
+        switch (status)
+        {
+            case FileSendStatus.Completed:
+                return;
+            case FileSendStatus.Truncated:
+                Log.FileTruncated(_logger, path, toSend);
+                _lifetime.Abort();
+                return;
+            default:
+                // The caller cancelled (we aborted for it) or the client left: either way the response is cut
+                // short, so make sure it cannot look complete.
+                _lifetime.Abort();
+                cancellationToken.ThrowIfCancellationRequested();
+                Log.ClientDisconnected(_logger, path);
+                return;
+        }
+    }
+}

@@ -1,0 +1,12 @@
+using Microsoft.Extensions.Logging;
+
+namespace FastFiles.SendFile;
+
+internal static partial class Log
+{
+    [LoggerMessage(1001, LogLevel.Warning, "The file '{Path}' became shorter while sending {Count} bytes; the response was aborted.", EventName = "FileTruncated")]
+    public static partial void FileTruncated(ILogger logger, string path, long count);
+
+    [LoggerMessage(1002, LogLevel.Debug, "The client disconnected while the file '{Path}' was being sent.", EventName = "ClientDisconnected")]
+    public static partial void ClientDisconnected(ILogger logger, string path);
+}

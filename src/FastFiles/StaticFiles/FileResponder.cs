@@ -1,0 +1,230 @@
+using System.Globalization;
+using FastFiles.IO;
+using Microsoft.AspNetCore.Http;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Primitives;
+using Microsoft.Net.Http.Headers;
+
+namespace FastFiles.StaticFiles;
+
+/// <summary>
+/// Answers a GET or HEAD for one file version: conditional requests (RFC 9110 13), ranges (RFC 9110 14), the
+/// response headers, and the body through <see cref="FileBodyWriter"/>. Shared by the middleware and the results.
+/// </summary>
+internal sealed class FileResponder(FastFilesOptions options, ILogger logger)
+{
+    private const string AcceptRangesBytes = "bytes";
+    private const string VaryAcceptEncoding = "Accept-Encoding";
+
+    public async Task SendAsync(HttpContext context, FileVersion file, FileResponseSettings settings)
+    {
+        HttpRequest request = context.Request;
+        HttpResponse response = context.Response;
+        bool isGet = HttpMethods.IsGet(request.Method);
+        bool isHead = !isGet && HttpMethods.IsHead(request.Method);
+
+        int status = EvaluatePreconditions(request.Headers, file, isGet || isHead);
+        long start = 0;
+        long count = file.Length;
+        if (status == StatusCodes.Status200OK && isGet && settings.EnableRangeProcessing)
+        {
+            StringValues range = request.Headers.Range;
+            // A Range with several field lines is not a single range; like a multi-range it gets the whole file.
+            if (range.Count == 1 && IfRangeAllows(request.Headers.IfRange, file))
+            {
+                switch (ByteRangeParser.Parse(range.ToString(), file.Length, out start, out count))
+                {
+                    case RangeKind.Single:
+                        status = StatusCodes.Status206PartialContent;
+                        break;
+                    case RangeKind.Unsatisfiable:
+                        status = StatusCodes.Status416RangeNotSatisfiable;
+                        break;
+                    default:
+                        start = 0;
+                        count = file.Length;
+                        break;
+                }
+            }
+        }
+
+        response.StatusCode = status;
+        IHeaderDictionary headers = response.Headers;
+        switch (status)
+        {
+            case StatusCodes.Status412PreconditionFailed:
+                Log.PreconditionFailed(logger, settings.LogName);
+                Prepare(context, file, settings);
+                return;
+            case StatusCodes.Status416RangeNotSatisfiable:
+                // RFC 9110 15.5.17: say how long the representation is.
+                headers.ContentRange = string.Create(CultureInfo.InvariantCulture, $"bytes */{file.Length}");
+                Log.RangeNotSatisfiable(logger, settings.LogName);
+                Prepare(context, file, settings);
+                return;
+            case StatusCodes.Status304NotModified:
+                // RFC 9110 15.4.5: the validators and caching fields a 200 would have carried.
+                ApplyValidators(headers, file, settings);
+                Log.NotModified(logger, settings.LogName);
+                Prepare(context, file, settings);
+                return;
+        }
+
+        ApplyValidators(headers, file, settings);
+        if (settings.ContentType is not null)
+        {
+            headers.ContentType = settings.ContentType;
+        }
+
+        if (settings.EnableRangeProcessing)
+        {
+            headers.AcceptRanges = AcceptRangesBytes;
+        }
+
+        if (file.ContentEncoding is not null)
+        {
+            headers.ContentEncoding = file.ContentEncoding;
+        }
+
+        if (settings.ContentDisposition is not null)
+        {
+            headers.ContentDisposition = settings.ContentDisposition;
+        }
+
+        if (status == StatusCodes.Status206PartialContent)
+        {
+            headers.ContentRange = string.Create(CultureInfo.InvariantCulture, $"bytes {start}-{start + count - 1}/{file.Length}");
+        }
+
+        response.ContentLength = count;
+        Prepare(context, file, settings);
+
+        if (isHead || count == 0)
+        {
+            Log.Served(logger, settings.LogName, status, 0);
+            return;
+        }
+
+        FileSendStatus result;
+        CancellationToken aborted = context.RequestAborted;
+        try
+        {
+            // Start first: the headers and the first body bytes then leave in one write.
+            await response.StartAsync(aborted);
+            result = file.Handle is not null
+                ? await FileBodyWriter.WriteAsync(response.BodyWriter, file.Handle, start, count, options.EffectiveBufferSize, options.SynchronousReadThreshold, aborted)
+                : await StreamBodyWriter.WriteAsync(response.BodyWriter, file.FileInfo!, start, count, options.EffectiveBufferSize, aborted);
+        }
+        catch (OperationCanceledException) when (aborted.IsCancellationRequested)
+        {
+            result = FileSendStatus.ClientDisconnected;
+        }
+
+        switch (result)
+        {
+            case FileSendStatus.Completed:
+                Log.Served(logger, settings.LogName, status, count);
+                break;
+            case FileSendStatus.Truncated:
+                Log.Truncated(logger, settings.LogName, count);
+                context.Abort();
+                break;
+            default:
+                // Like UseStaticFiles: swallow it, but abort so a cut-short body cannot look complete.
+                Log.ClientDisconnected(logger, settings.LogName);
+                context.Abort();
+                break;
+        }
+    }
+
+    /// <summary>RFC 9110 13.2.2 steps 1-4; 200 when the request should proceed.</summary>
+    internal static int EvaluatePreconditions(IHeaderDictionary headers, FileVersion file, bool isGetOrHead)
+    {
+        StringValues ifMatch = headers.IfMatch;
+        if (!StringValues.IsNullOrEmpty(ifMatch))
+        {
+            // 13.1.1: strong comparison.
+            if (EntityTagMatcher.AnyMatches(ifMatch, file.ETag, strong: true) == false)
+            {
+                return StatusCodes.Status412PreconditionFailed;
+            }
+        }
+        else if (TryParseDate(headers.IfUnmodifiedSince, out DateTimeOffset unmodifiedSince) && file.LastModified > unmodifiedSince)
+        {
+            // 13.1.4
+            return StatusCodes.Status412PreconditionFailed;
+        }
+
+        StringValues ifNoneMatch = headers.IfNoneMatch;
+        bool? noneMatchHit = StringValues.IsNullOrEmpty(ifNoneMatch) ? null : EntityTagMatcher.AnyMatches(ifNoneMatch, file.ETag, strong: false);
+        if (noneMatchHit is not null)
+        {
+            // 13.1.2: weak comparison; a match is 304 for GET/HEAD, 412 otherwise. If-Modified-Since is then ignored.
+            return !noneMatchHit.Value ? StatusCodes.Status200OK
+                : isGetOrHead ? StatusCodes.Status304NotModified : StatusCodes.Status412PreconditionFailed;
+        }
+
+        // 13.1.3: GET and HEAD only.
+        if (isGetOrHead && TryParseDate(headers.IfModifiedSince, out DateTimeOffset modifiedSince) && file.LastModified <= modifiedSince)
+        {
+            return StatusCodes.Status304NotModified;
+        }
+
+        return StatusCodes.Status200OK;
+    }
+
+    /// <summary>RFC 9110 13.1.5: a Range applies only if If-Range (when present) names the current version.</summary>
+    internal static bool IfRangeAllows(StringValues ifRange, FileVersion file)
+    {
+        if (StringValues.IsNullOrEmpty(ifRange))
+        {
+            return true;
+        }
+
+        if (ifRange.Count != 1)
+        {
+            return false;
+        }
+
+        ReadOnlySpan<char> value = ifRange.ToString().AsSpan().Trim(" \t");
+        if (value.StartsWith("W/", StringComparison.Ordinal) || value.StartsWith("\"", StringComparison.Ordinal))
+        {
+            ReadOnlySpan<char> rest = value;
+            // A weak tag never matches here: If-Range uses strong comparison.
+            return EntityTagMatcher.TryReadTag(ref rest, out ReadOnlySpan<char> tag, out bool weak)
+                && rest.IsEmpty
+                && EntityTagMatcher.Matches(tag, weak, file.ETag, strong: true);
+        }
+
+        // An HTTP-date must equal Last-Modified exactly.
+        return HeaderUtilities.TryParseDate(value.ToString(), out DateTimeOffset date) && date == file.LastModified;
+    }
+
+    // RFC 9110 13.1.3/13.1.4: ignore the field when it is not one valid HTTP-date; a date in the future is
+    // treated as invalid, as UseStaticFiles does.
+    private static bool TryParseDate(StringValues values, out DateTimeOffset date)
+    {
+        date = default;
+        return values.Count == 1
+            && HeaderUtilities.TryParseDate(values.ToString(), out date)
+            && date <= DateTimeOffset.UtcNow;
+    }
+
+    private static void ApplyValidators(IHeaderDictionary headers, FileVersion file, FileResponseSettings settings)
+    {
+        headers.ETag = file.ETag;
+        headers.LastModified = file.LastModifiedHeader;
+        if (settings.CacheControl is not null)
+        {
+            headers.CacheControl = settings.CacheControl;
+        }
+
+        if (settings.VaryAcceptEncoding)
+        {
+            headers.Vary = VaryAcceptEncoding;
+        }
+    }
+
+    private static void Prepare(HttpContext context, FileVersion file, FileResponseSettings settings)
+        => settings.OnPrepareResponse?.Invoke(new FastFileResponseContext(context, file.PhysicalPath, file.FileInfo, file.ContentEncoding));
+}
