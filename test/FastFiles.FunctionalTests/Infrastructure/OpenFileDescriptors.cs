@@ -1,0 +1,40 @@
+namespace FastFiles.FunctionalTests.Infrastructure;
+
+/// <summary>Counts this process's open descriptors that point into a directory, from <c>/proc/self/fd</c>.</summary>
+public static class OpenFileDescriptors
+{
+    public static int CountUnder(string directory)
+    {
+        int count = 0;
+        foreach (string fd in Directory.EnumerateFileSystemEntries("/proc/self/fd"))
+        {
+            try
+            {
+                string? target = new FileInfo(fd).LinkTarget;
+                if (target is not null && target.StartsWith(directory, StringComparison.Ordinal))
+                {
+                    count++;
+                }
+            }
+            catch (IOException)
+            {
+                // The descriptor closed while we looked.
+            }
+        }
+
+        return count;
+    }
+
+    /// <summary>Waits (bounded) for descriptors under <paramref name="directory"/> to drop to zero; returns the last count.</summary>
+    public static async Task<int> WaitForNoneUnderAsync(string directory, TimeSpan timeout)
+    {
+        DateTime deadline = DateTime.UtcNow + timeout;
+        int count;
+        while ((count = CountUnder(directory)) > 0 && DateTime.UtcNow < deadline)
+        {
+            await Task.Delay(50);
+        }
+
+        return count;
+    }
+}
