@@ -1,0 +1,91 @@
+using System.Net;
+using FastFiles.Results;
+using FastFiles.Sample;
+using FastFiles.StaticFiles;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Hosting.Server.Features;
+using Microsoft.Extensions.FileProviders;
+
+// Usage: dotnet run --project samples/FastFiles.Sample [-- --root DIR] [--urls "http://127.0.0.1:5080;https://127.0.0.1:5443"]
+string? rootArgument = null;
+var passThrough = new List<string>();
+for (int i = 0; i < args.Length; i++)
+{
+    if (args[i] == "--root" && i + 1 < args.Length)
+    {
+        rootArgument = Path.GetFullPath(args[++i]);
+    }
+    else
+    {
+        passThrough.Add(args[i]);
+    }
+}
+
+var builder = WebApplication.CreateBuilder(new WebApplicationOptions
+{
+    Args = [.. passThrough],
+    ContentRootPath = AppContext.BaseDirectory,
+});
+
+string root = rootArgument ?? Path.Combine(AppContext.BaseDirectory, "wwwroot");
+if (!Directory.Exists(root))
+{
+    Console.Error.WriteLine($"The folder '{root}' does not exist.");
+    return 1;
+}
+
+if (rootArgument is null)
+{
+    Precompressor.Run(root);
+}
+
+var certificate = SampleCertificate.DevelopmentOrSelfSigned(out bool generated);
+builder.WebHost.ConfigureKestrel(kestrel =>
+{
+    kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = certificate);
+});
+
+if (string.IsNullOrEmpty(builder.Configuration["urls"]) && string.IsNullOrEmpty(builder.Configuration["ASPNETCORE_URLS"]))
+{
+    builder.WebHost.UseUrls("http://127.0.0.1:5080", "https://127.0.0.1:5443");
+}
+
+// Options come from the "FastFiles" section of appsettings.json; code can refine them.
+builder.Services.AddFastFiles();
+builder.Services.ConfigureFastStaticFiles(options =>
+{
+    options.FileProvider = new PhysicalFileProvider(root);
+    options.DefaultFileNames = ["index.html"];
+});
+
+var app = builder.Build();
+
+// Anything below that calls SendFileAsync (UseStaticFiles, Results.File) goes through FastFiles too.
+app.UseFastSendFile();
+app.UseFastFiles();
+
+// A file result with ranges, conditionals and a download name. The route value is a path under the root;
+// anything resolving outside it is a 404.
+string rootPrefix = Path.TrimEndingDirectorySeparator(root) + Path.DirectorySeparatorChar;
+app.MapGet("/download/{**path}", (string path) =>
+{
+    string full = Path.GetFullPath(Path.Combine(rootPrefix, path));
+    return full.StartsWith(rootPrefix, StringComparison.Ordinal)
+        ? FastResults.PhysicalFile(full, fileDownloadName: Path.GetFileName(full))
+        : Results.NotFound();
+});
+
+await app.StartAsync();
+var addresses = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()?.Addresses ?? [];
+Console.WriteLine($"FastFiles sample serving {root}");
+foreach (string address in addresses)
+{
+    Console.WriteLine($"  listening on {address}");
+}
+
+Console.WriteLine(generated
+    ? "  HTTPS uses a self-signed certificate made at start-up (curl -k, or trust a dev certificate with 'dotnet dev-certs https')."
+    : "  HTTPS uses the ASP.NET Core development certificate.");
+Console.WriteLine("Press Ctrl+C to stop.");
+await app.WaitForShutdownAsync();
+return 0;
