@@ -39,5 +39,32 @@ public sealed class FastFilesOptions
     /// <remarks>Defaults to <see langword="null"/>.</remarks>
     public bool? DisableStringReuse { get; set; }
 
+    /// <summary>
+    /// Whether <c>UseFastFiles</c> keeps file metadata, header strings and small files' bytes in memory. Applies to
+    /// physical roots; other file providers are always read through.
+    /// </summary>
+    /// <remarks>Defaults to <see langword="true"/>.</remarks>
+    public bool EnableFileCache { get; set; } = true;
+
+    /// <summary>Files up to this size have their bytes cached; larger ones cache only metadata and are read from disk.</summary>
+    /// <remarks>Defaults to 64 KiB. 0 caches no content.</remarks>
+    public long MaxCachedFileSize { get; set; } = 64 * 1024;
+
+    /// <summary>The total bytes of file content the cache may hold, per <c>UseFastFiles</c> root.</summary>
+    /// <remarks>Defaults to 64 MiB. Least recently used entries are evicted first.</remarks>
+    public long FileCacheSizeLimit { get; set; } = 64L * 1024 * 1024;
+
+    /// <summary>The most entries (files, with their precompressed variants) the cache holds, per root.</summary>
+    /// <remarks>Defaults to 16384.</remarks>
+    public int MaxCachedFiles { get; set; } = 16384;
+
+    /// <summary>
+    /// How long a cached entry is trusted before it is checked against the file system again (one <c>statx</c>).
+    /// Change notifications (inotify) normally invalidate entries within milliseconds; this is the upper bound when
+    /// they are lost or unavailable.
+    /// </summary>
+    /// <remarks>Defaults to 1 second (nginx's <c>open_file_cache_valid</c> defaults to 60 seconds).</remarks>
+    public TimeSpan FileCacheRevalidationInterval { get; set; } = TimeSpan.FromSeconds(1);
+
     internal int EffectiveBufferSize => Math.Clamp(BufferSize, MinBufferSize, MaxBufferSize);
 }

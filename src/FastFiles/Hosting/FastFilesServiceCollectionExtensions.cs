@@ -1,6 +1,9 @@
+using System.Diagnostics.Metrics;
 using FastFiles;
+using FastFiles.Caching;
 using FastFiles.StaticFiles;
 using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection.Extensions;
 
 namespace Microsoft.Extensions.DependencyInjection;
 
@@ -20,6 +23,7 @@ public static class FastFilesServiceCollectionExtensions
     public static IServiceCollection AddFastFiles(this IServiceCollection services, Action<FastFilesOptions>? configure = null)
     {
         ArgumentNullException.ThrowIfNull(services);
+        AddCore(services);
         services.AddOptions<FastFilesOptions>().BindConfiguration(ConfigurationSectionName);
         services.AddOptions<FastStaticFileOptions>().BindConfiguration(ConfigurationSectionName + ":StaticFiles");
         if (configure is not null)
@@ -38,6 +42,7 @@ public static class FastFilesServiceCollectionExtensions
     {
         ArgumentNullException.ThrowIfNull(services);
         ArgumentNullException.ThrowIfNull(configuration);
+        AddCore(services);
         services.AddOptions<FastFilesOptions>().Bind(configuration);
         services.AddOptions<FastStaticFileOptions>().Bind(configuration.GetSection("StaticFiles"));
         return services;
@@ -53,4 +58,7 @@ public static class FastFilesServiceCollectionExtensions
         ArgumentNullException.ThrowIfNull(configure);
         return services.Configure(configure);
     }
+
+    private static void AddCore(IServiceCollection services)
+        => services.TryAddSingleton(sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
 }

@@ -1,6 +1,11 @@
+using System.Diagnostics.Metrics;
 using System.Text.RegularExpressions;
+using FastFiles.Caching;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
 using Microsoft.AspNetCore.StaticFiles;
 using Microsoft.Extensions.FileProviders;
 using Microsoft.Extensions.Logging;
@@ -12,15 +17,8 @@ namespace FastFiles.StaticFiles;
 /// The static-file middleware behind <c>UseFastFiles</c>: GET and HEAD for files under a root, everything else
 /// (other methods, other paths, unknown types, missing files) passes to the next middleware.
 /// </summary>
-internal sealed class FastStaticFileMiddleware
+internal sealed class FastStaticFileMiddleware : IDisposable
 {
-    private static readonly (ContentCodings Coding, string Suffix, string Token)[] Sidecars =
-    [
-        (ContentCodings.Brotli, ".br", "br"),
-        (ContentCodings.Zstd, ".zst", "zstd"),
-        (ContentCodings.Gzip, ".gz", "gzip"),
-    ];
-
     private readonly RequestDelegate _next;
     private readonly FastStaticFileOptions _options;
     private readonly FileSource _source;
@@ -28,13 +26,16 @@ internal sealed class FastStaticFileMiddleware
     private readonly Regex? _fingerprint;
     private readonly FileResponder _responder;
     private readonly ILogger _logger;
+    private readonly FileCache? _cache;
+    private readonly string _requestPathValue;
 
     public FastStaticFileMiddleware(
         RequestDelegate next,
         IWebHostEnvironment environment,
         IOptions<FastStaticFileOptions> options,
         IOptions<FastFilesOptions> fastFilesOptions,
-        ILoggerFactory loggerFactory)
+        ILoggerFactory loggerFactory,
+        IServiceProvider services)
     {
         _next = next;
         _options = options.Value;
@@ -43,14 +44,32 @@ internal sealed class FastStaticFileMiddleware
         _fingerprint = string.IsNullOrEmpty(_options.FingerprintPattern)
             ? null
             : new Regex(_options.FingerprintPattern, RegexOptions.CultureInvariant | RegexOptions.Compiled, TimeSpan.FromMilliseconds(100));
-        _responder = new FileResponder(fastFilesOptions.Value, _logger);
+        FastFilesOptions fast = fastFilesOptions.Value;
+        // One Kestrel setting turns reuse off everywhere unless FastFiles is told otherwise.
+        bool disableReuse = fast.DisableStringReuse
+            ?? services.GetService<IOptions<KestrelServerOptions>>()?.Value.DisableStringReuse
+            ?? false;
+        _responder = new FileResponder(fast, _logger, reuseStrings: !disableReuse);
+        _requestPathValue = _options.RequestPath.Value ?? string.Empty;
 
         IFileProvider provider = _options.FileProvider ?? environment.WebRootFileProvider
             ?? throw new InvalidOperationException("UseFastFiles needs a FileProvider or a web root (wwwroot).");
         _source = provider is PhysicalFileProvider physical
             ? new PhysicalFileSource(physical.Root, _options.FollowSymlinksOutsideRoot)
             : new ProviderFileSource(provider);
+
+        if (fast.EnableFileCache && _source is PhysicalFileSource physicalSource)
+        {
+            FastFilesMetrics metrics = services.GetService<FastFilesMetrics>() ?? new FastFilesMetrics(services.GetService<IMeterFactory>());
+            _cache = new FileCache(physicalSource, _requestPathValue, fast, metrics, loggerFactory.CreateLogger("FastFiles.Caching"));
+            services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(Dispose);
+        }
     }
+
+    /// <summary>The cache behind this middleware, when it has one (tests and diagnostics).</summary>
+    internal FileCache? Cache => _cache;
+
+    public void Dispose() => _cache?.Dispose();
 
     public Task Invoke(HttpContext context)
     {
@@ -64,6 +83,14 @@ internal sealed class FastStaticFileMiddleware
         if (!HttpMethods.IsGet(method) && !HttpMethods.IsHead(method))
         {
             return _next(context);
+        }
+
+        // The hot path: a cached entry under the exact request path (Kestrel hands out the same path string for a
+        // repeated target on a connection), with no sub-path string, no file-system call, no allocation.
+        string? pathValue = context.Request.Path.Value;
+        if (_cache is not null && pathValue is not null && _cache.TryGet(pathValue, out CachedFile? entry))
+        {
+            return ServeCachedAsync(context, entry);
         }
 
         if (!context.Request.Path.StartsWithSegments(_options.RequestPath, StringComparison.OrdinalIgnoreCase, out PathString remaining))
@@ -81,8 +108,48 @@ internal sealed class FastStaticFileMiddleware
         return ServeAsync(context, subpath);
     }
 
-    private async Task ServeAsync(HttpContext context, string subpath)
+    private async Task ServeCachedAsync(HttpContext context, CachedFile entry)
     {
+        FileVersion selected = entry.Available == ContentCodings.None
+            ? entry.Identity
+            : entry.Select(AcceptEncoding.Parse(context.Request.Headers.AcceptEncoding).Select(entry.Available));
+        if (await _responder.SendAsync(context, selected, entry.Settings))
+        {
+            return;
+        }
+
+        // The file changed after the entry was validated and before its bytes were read: nothing has been
+        // written yet, so drop the entry and answer from what is on disk now.
+        _cache!.Remove(entry);
+        await ServeAsync(context, entry.Settings.LogName, useCache: false);
+    }
+
+    private FileResponseSettings SettingsFor(string subpath, string? contentType) => new()
+    {
+        ContentType = contentType,
+        CacheControl = _fingerprint is not null && _fingerprint.IsMatch(subpath) ? FastStaticFileOptions.ImmutableCacheControl : _options.CacheControl,
+        EnableRangeProcessing = true,
+        OnPrepareResponse = _options.OnPrepareResponse,
+        LogName = subpath,
+    };
+
+    private async Task ServeAsync(HttpContext context, string subpath, bool useCache = true)
+    {
+        // Entries are keyed by the exact request path, so only cache when the prefix matched with its own case.
+        string? path = context.Request.Path.Value;
+        if (useCache && _cache is not null && path is not null && subpath[^1] != '/'
+            && path.Length == _requestPathValue.Length + subpath.Length
+            && path.StartsWith(_requestPathValue, StringComparison.Ordinal)
+            && TryGetContentType(subpath, out string? cachedType))
+        {
+            CachedFile? built = _cache.Build(path, subpath, SettingsFor(subpath, cachedType), _options.EnablePrecompressedFiles);
+            if (built is not null)
+            {
+                await ServeCachedAsync(context, built);
+                return;
+            }
+        }
+
         FileVersion? identity = null;
         FileVersion? selected = null;
         try
@@ -169,7 +236,7 @@ internal sealed class FastStaticFileMiddleware
                 ContentCodings choice = AcceptEncoding.Parse(context.Request.Headers.AcceptEncoding).Select(available);
                 if (choice != ContentCodings.None)
                 {
-                    (_, string suffix, string token) = Sidecars[choice switch { ContentCodings.Brotli => 0, ContentCodings.Zstd => 1, _ => 2 }];
+                    (_, string suffix, string token) = Sidecar.All[Sidecar.IndexOf(choice)];
                     if (_source.TryOpen(subpath + suffix, token, out FileVersion? variant) == LookupResult.File)
                     {
                         // A sidecar older than its original is stale (the original was rebuilt without it).
@@ -185,15 +252,7 @@ internal sealed class FastStaticFileMiddleware
                 }
             }
 
-            var settings = new FileResponseSettings
-            {
-                ContentType = contentType,
-                CacheControl = _fingerprint is not null && _fingerprint.IsMatch(subpath) ? FastStaticFileOptions.ImmutableCacheControl : _options.CacheControl,
-                VaryAcceptEncoding = available != ContentCodings.None,
-                EnableRangeProcessing = true,
-                OnPrepareResponse = _options.OnPrepareResponse,
-                LogName = subpath,
-            };
+            FileResponseSettings settings = SettingsFor(subpath, contentType) with { VaryAcceptEncoding = available != ContentCodings.None };
             await _responder.SendAsync(context, selected, settings);
         }
         finally
@@ -242,7 +301,7 @@ internal sealed class FastStaticFileMiddleware
     private ContentCodings ProbeSidecars(string subpath)
     {
         ContentCodings available = ContentCodings.None;
-        foreach ((ContentCodings coding, string suffix, _) in Sidecars)
+        foreach ((ContentCodings coding, string suffix, _) in Sidecar.All)
         {
             if (_source.FileExists(subpath + suffix))
             {

@@ -1,5 +1,7 @@
 using System.Globalization;
 using FastFiles.IO;
+using System.Buffers;
+using System.IO.Pipelines;
 using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Primitives;
@@ -11,12 +13,17 @@ namespace FastFiles.StaticFiles;
 /// Answers a GET or HEAD for one file version: conditional requests (RFC 9110 13), ranges (RFC 9110 14), the
 /// response headers, and the body through <see cref="FileBodyWriter"/>. Shared by the middleware and the results.
 /// </summary>
-internal sealed class FileResponder(FastFilesOptions options, ILogger logger)
+internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bool reuseStrings = true)
 {
     private const string AcceptRangesBytes = "bytes";
     private const string VaryAcceptEncoding = "Accept-Encoding";
 
-    public async Task SendAsync(HttpContext context, FileVersion file, FileResponseSettings settings)
+    /// <summary>
+    /// Sends the response. Returns <see langword="false"/> without touching the response when a body had to be read
+    /// from disk and the file on disk is no longer <paramref name="file"/> (a cached version gone stale); the caller
+    /// then refreshes its entry and tries again.
+    /// </summary>
+    public async Task<bool> SendAsync(HttpContext context, FileVersion file, FileResponseSettings settings)
     {
         HttpRequest request = context.Request;
         HttpResponse response = context.Response;
@@ -48,6 +55,29 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger)
             }
         }
 
+        // A body from disk for a version without an open handle (a cached entry): open it now, before any header
+        // is set, and make sure it is still the version the headers will describe.
+        Microsoft.Win32.SafeHandles.SafeFileHandle? opened = null;
+        if (!isHead && count > 0 && status is StatusCodes.Status200OK or StatusCodes.Status206PartialContent
+            && file.Content is null && file.Handle is null && file.PhysicalPath is not null)
+        {
+            try
+            {
+                opened = FileVersion.OpenHandle(file.PhysicalPath);
+            }
+            catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+            {
+                return false;
+            }
+
+            if (Caching.FileStamp.FromHandle(opened, file.PhysicalPath) != file.Stamp)
+            {
+                opened.Dispose();
+                return false;
+            }
+        }
+
+        using Microsoft.Win32.SafeHandles.SafeFileHandle? owned = opened;
         response.StatusCode = status;
         IHeaderDictionary headers = response.Headers;
         switch (status)
@@ -55,19 +85,19 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger)
             case StatusCodes.Status412PreconditionFailed:
                 Log.PreconditionFailed(logger, settings.LogName);
                 Prepare(context, file, settings);
-                return;
+                return true;
             case StatusCodes.Status416RangeNotSatisfiable:
                 // RFC 9110 15.5.17: say how long the representation is.
                 headers.ContentRange = string.Create(CultureInfo.InvariantCulture, $"bytes */{file.Length}");
                 Log.RangeNotSatisfiable(logger, settings.LogName);
                 Prepare(context, file, settings);
-                return;
+                return true;
             case StatusCodes.Status304NotModified:
                 // RFC 9110 15.4.5: the validators and caching fields a 200 would have carried.
                 ApplyValidators(headers, file, settings);
                 Log.NotModified(logger, settings.LogName);
                 Prepare(context, file, settings);
-                return;
+                return true;
         }
 
         ApplyValidators(headers, file, settings);
@@ -102,7 +132,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger)
         if (isHead || count == 0)
         {
             Log.Served(logger, settings.LogName, status, 0);
-            return;
+            return true;
         }
 
         FileSendStatus result;
@@ -111,9 +141,21 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger)
         {
             // Start first: the headers and the first body bytes then leave in one write.
             await response.StartAsync(aborted);
-            result = file.Handle is not null
-                ? await FileBodyWriter.WriteAsync(response.BodyWriter, file.Handle, start, count, options.EffectiveBufferSize, options.SynchronousReadThreshold, aborted)
-                : await StreamBodyWriter.WriteAsync(response.BodyWriter, file.FileInfo!, start, count, options.EffectiveBufferSize, aborted);
+            if (file.Content is not null)
+            {
+                // Cached bytes: one copy into the pipe, no file-system call.
+                response.BodyWriter.Write(file.Content.AsSpan((int)start, (int)count));
+                FlushResult flushed = await response.BodyWriter.FlushAsync(aborted);
+                result = flushed.IsCanceled ? FileSendStatus.ClientDisconnected : FileSendStatus.Completed;
+            }
+            else if ((owned ?? file.Handle) is { } handle)
+            {
+                result = await FileBodyWriter.WriteAsync(response.BodyWriter, handle, start, count, options.EffectiveBufferSize, options.SynchronousReadThreshold, aborted);
+            }
+            else
+            {
+                result = await StreamBodyWriter.WriteAsync(response.BodyWriter, file.FileInfo!, start, count, options.EffectiveBufferSize, aborted);
+            }
         }
         catch (OperationCanceledException) when (aborted.IsCancellationRequested)
         {
@@ -135,6 +177,8 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger)
                 context.Abort();
                 break;
         }
+
+        return true;
     }
 
     /// <summary>RFC 9110 13.2.2 steps 1-4; 200 when the request should proceed.</summary>
@@ -210,10 +254,11 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger)
             && date <= DateTimeOffset.UtcNow;
     }
 
-    private static void ApplyValidators(IHeaderDictionary headers, FileVersion file, FileResponseSettings settings)
+    private void ApplyValidators(IHeaderDictionary headers, FileVersion file, FileResponseSettings settings)
     {
-        headers.ETag = file.ETag;
-        headers.LastModified = file.LastModifiedHeader;
+        // With string reuse on, these are the version's own strings, shared by every response to it.
+        headers.ETag = reuseStrings ? file.ETag : file.FreshETag();
+        headers.LastModified = reuseStrings ? file.LastModifiedHeader : file.FreshLastModifiedHeader();
         if (settings.CacheControl is not null)
         {
             headers.CacheControl = settings.CacheControl;

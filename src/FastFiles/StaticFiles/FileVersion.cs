@@ -1,4 +1,5 @@
 using System.Globalization;
+using FastFiles.Caching;
 using Microsoft.Extensions.FileProviders;
 using Microsoft.Net.Http.Headers;
 using Microsoft.Win32.SafeHandles;
@@ -6,35 +7,48 @@ using Microsoft.Win32.SafeHandles;
 namespace FastFiles.StaticFiles;
 
 /// <summary>
-/// One version of one representation (the file itself or a precompressed sidecar): its validators and the
-/// header strings derived from them, computed from the opened file so headers always describe the bytes sent.
+/// One version of one representation (the file itself or a precompressed sidecar): its stamp, its validators,
+/// the header strings derived from them (materialized once and reused for every response to this version), and
+/// for small cached files the bytes themselves. Validators always come from the opened file, so headers
+/// describe the bytes sent.
 /// </summary>
 internal sealed class FileVersion : IDisposable
 {
     private FileVersion(
-        string? physicalPath, SafeFileHandle? handle, IFileInfo? fileInfo, long length, DateTimeOffset lastWriteUtc, string? contentEncoding)
+        string? physicalPath,
+        SafeFileHandle? handle,
+        IFileInfo? fileInfo,
+        FileStamp stamp,
+        string? contentEncoding,
+        byte[]? content,
+        string? etag = null,
+        string? lastModifiedHeader = null)
     {
         PhysicalPath = physicalPath;
         Handle = handle;
         FileInfo = fileInfo;
-        Length = length;
+        Stamp = stamp;
         ContentEncoding = contentEncoding;
+        Content = content;
 
         // Last-Modified has one-second resolution (RFC 9110 5.6.7).
-        LastModified = new DateTimeOffset(lastWriteUtc.UtcTicks - (lastWriteUtc.UtcTicks % TimeSpan.TicksPerSecond), TimeSpan.Zero);
-        LastModifiedHeader = HeaderUtilities.FormatDate(LastModified);
-        ETag = FormatETag(lastWriteUtc.UtcTicks, length, contentEncoding);
+        long ticks = stamp.ModifiedTicks;
+        LastModified = new DateTimeOffset(ticks - (ticks % TimeSpan.TicksPerSecond), TimeSpan.Zero);
+        LastModifiedHeader = lastModifiedHeader ?? HeaderUtilities.FormatDate(LastModified);
+        ETag = etag ?? FormatETag(ticks, stamp.Length, contentEncoding);
     }
 
     public string? PhysicalPath { get; }
 
-    /// <summary>The open file, for physical files; owned by this instance.</summary>
+    /// <summary>The open file, when this version was opened for one request; owned by this instance.</summary>
     public SafeFileHandle? Handle { get; }
 
     /// <summary>The provider's file, for providers without physical paths (embedded files and the like).</summary>
     public IFileInfo? FileInfo { get; }
 
-    public long Length { get; }
+    public FileStamp Stamp { get; }
+
+    public long Length => Stamp.Length;
 
     public DateTimeOffset LastModified { get; }
 
@@ -46,17 +60,18 @@ internal sealed class FileVersion : IDisposable
     /// <summary><c>br</c>, <c>zstd</c>, <c>gzip</c>, or <see langword="null"/> for the identity representation.</summary>
     public string? ContentEncoding { get; }
 
-    /// <summary>Opens <paramref name="path"/> and reads its validators from the handle (fstat), not the path.</summary>
+    /// <summary>The whole body, for versions held by the content cache; sent with no file-system call.</summary>
+    public byte[]? Content { get; }
+
+    /// <summary>Opens <paramref name="path"/> and reads its stamp from the handle (fstat), not the path.</summary>
     /// <exception cref="IOException">The file does not exist or cannot be opened as a file.</exception>
     /// <exception cref="UnauthorizedAccessException">The path is a directory or is not readable.</exception>
     public static FileVersion Open(string path, string? contentEncoding)
     {
-        SafeFileHandle handle = File.OpenHandle(path, FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete);
+        SafeFileHandle handle = OpenHandle(path);
         try
         {
-            long length = RandomAccess.GetLength(handle);
-            DateTime lastWrite = File.GetLastWriteTimeUtc(handle);
-            return new FileVersion(path, handle, null, length, new DateTimeOffset(lastWrite, TimeSpan.Zero), contentEncoding);
+            return new FileVersion(path, handle, null, FileStamp.FromHandle(handle, path), contentEncoding, null);
         }
         catch
         {
@@ -65,8 +80,24 @@ internal sealed class FileVersion : IDisposable
         }
     }
 
+    public static SafeFileHandle OpenHandle(string path)
+        => File.OpenHandle(path, FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete);
+
     public static FileVersion FromProvider(IFileInfo fileInfo, string? contentEncoding)
-        => new(null, null, fileInfo, fileInfo.Length, fileInfo.LastModified.ToUniversalTime(), contentEncoding);
+    {
+        long nanos = (fileInfo.LastModified.UtcTicks - DateTime.UnixEpoch.Ticks) * 100;
+        return new FileVersion(null, null, fileInfo, new FileStamp(0, 0, fileInfo.Length, nanos, nanos, false), contentEncoding, null);
+    }
+
+    /// <summary>A handle-free copy for the cache, sharing this version's header strings, optionally with its bytes.</summary>
+    public FileVersion ForCache(byte[]? content)
+        => new(PhysicalPath, null, null, Stamp, ContentEncoding, content, ETag, LastModifiedHeader);
+
+    /// <summary>The ETag formatted afresh (for <c>DisableStringReuse</c>).</summary>
+    public string FreshETag() => FormatETag(Stamp.ModifiedTicks, Stamp.Length, ContentEncoding);
+
+    /// <summary>The Last-Modified value formatted afresh (for <c>DisableStringReuse</c>).</summary>
+    public string FreshLastModifiedHeader() => HeaderUtilities.FormatDate(LastModified);
 
     /// <summary>
     /// <c>"mtime-length"</c> in hex, with the coding appended for sidecars. Unlike UseStaticFiles (seconds XOR

@@ -1,0 +1,338 @@
+using System.Collections.Concurrent;
+using FastFiles.StaticFiles;
+using Microsoft.Extensions.Logging;
+
+namespace FastFiles.Caching;
+
+/// <summary>
+/// Metadata, header strings and small files' bytes for one <c>UseFastFiles</c> root, keyed by request path.
+/// </summary>
+/// <remarks>
+/// Freshness: a file-system watcher (inotify on Linux) drops entries as files change, typically within
+/// milliseconds; independently, an entry older than <see cref="FastFilesOptions.FileCacheRevalidationInterval"/>
+/// is re-checked with one stat before use. Entries are compared by inode, size, and nanosecond modification and
+/// change times, so replacement by rename, same-size rewrites within one second and restored mtimes are all seen.
+/// Content is read once with the stamp taken before and after; if the file changed while it was read the bytes
+/// are not cached. A cached version is immutable, so one response never mixes two versions.
+/// </remarks>
+internal sealed class FileCache : IDisposable
+{
+    private readonly ConcurrentDictionary<string, CachedFile> _entries = new(StringComparer.Ordinal);
+    private readonly Lock _writeLock = new();
+    private readonly PhysicalFileSource _source;
+    private readonly string _keyPrefix;
+    private readonly FastFilesOptions _options;
+    private readonly FastFilesMetrics _metrics;
+    private readonly ILogger _logger;
+    private readonly long _revalidateAfterMs;
+    private readonly FileSystemWatcher? _watcher;
+    private long _bytesHeld;
+    private long _generation;
+
+    public FileCache(PhysicalFileSource source, string keyPrefix, FastFilesOptions options, FastFilesMetrics metrics, ILogger logger)
+    {
+        _source = source;
+        _keyPrefix = keyPrefix;
+        _options = options;
+        _metrics = metrics;
+        _logger = logger;
+        _revalidateAfterMs = Math.Max(0, (long)options.FileCacheRevalidationInterval.TotalMilliseconds);
+        _watcher = StartWatcher();
+        metrics.Register(this);
+    }
+
+    public int Count => _entries.Count;
+
+    public long BytesHeld => Interlocked.Read(ref _bytesHeld);
+
+    /// <summary>Whether change notifications are flowing; without them freshness rests on revalidation alone.</summary>
+    public bool IsWatching => _watcher is { EnableRaisingEvents: true };
+
+    /// <summary>Finds a fresh entry for <paramref name="key"/>, re-checking the file system when the entry is due.</summary>
+    public bool TryGet(string key, out CachedFile entry)
+    {
+        if (!_entries.TryGetValue(key, out entry!))
+        {
+            return false;
+        }
+
+        long now = Environment.TickCount64;
+        if (now - entry.ValidatedAt >= _revalidateAfterMs)
+        {
+            if (!StillCurrent(entry))
+            {
+                Remove(entry);
+                _metrics.Invalidated();
+                return false;
+            }
+
+            entry.MarkValidated(now);
+        }
+
+        entry.Touch(now);
+        _metrics.Hit();
+        return true;
+    }
+
+    /// <summary>
+    /// Opens <paramref name="subpath"/> and caches it with <paramref name="settings"/>; null when it is not a file
+    /// we can serve (missing, a directory, outside the root).
+    /// </summary>
+    public CachedFile? Build(string key, string subpath, FileResponseSettings settings, bool precompressed)
+    {
+        _metrics.Miss();
+        long generation = Interlocked.Read(ref _generation);
+        if (_source.TryOpen(subpath, null, out FileVersion? opened) != LookupResult.File)
+        {
+            return null;
+        }
+
+        bool torn = false;
+        FileVersion identity;
+        var variants = new FileVersion?[Sidecar.All.Length];
+        var stamps = new FileStamp?[Sidecar.All.Length];
+        using (opened)
+        {
+            identity = Snapshot(opened!, ref torn);
+            for (int i = 0; precompressed && i < Sidecar.All.Length; i++)
+            {
+                (_, string suffix, string token) = Sidecar.All[i];
+                string sidecarPath = subpath + suffix;
+                if (!FileStamp.TryGet(_source.MapPath(sidecarPath), out FileStamp stamp) || stamp.IsDirectory)
+                {
+                    continue;
+                }
+
+                stamps[i] = stamp;
+                if (_source.TryOpen(sidecarPath, token, out FileVersion? variant) == LookupResult.File)
+                {
+                    using (variant)
+                    {
+                        // A sidecar older than its original is stale (the original was rebuilt without it).
+                        if (variant!.LastModified >= identity.LastModified)
+                        {
+                            variants[i] = Snapshot(variant, ref torn);
+                            stamps[i] = variant.Stamp;
+                        }
+                    }
+                }
+            }
+        }
+
+        bool vary = Array.Exists(stamps, s => s is not null);
+        var entry = new CachedFile(
+            key, identity.PhysicalPath!, identity, variants, stamps, settings with { VaryAcceptEncoding = vary, LogName = subpath }, precompressed, Environment.TickCount64);
+
+        // A change raced with the build: keep the entry for this response but make the next one re-check.
+        if (torn || Interlocked.Read(ref _generation) != generation)
+        {
+            entry.MarkSuspect();
+        }
+
+        Insert(entry);
+        return entry;
+    }
+
+    /// <summary>Drops <paramref name="entry"/> if it is still the one cached under its key.</summary>
+    public void Remove(CachedFile entry)
+    {
+        lock (_writeLock)
+        {
+            if (_entries.TryRemove(new KeyValuePair<string, CachedFile>(entry.Key, entry)))
+            {
+                _bytesHeld -= entry.ContentBytes;
+            }
+        }
+    }
+
+    private FileVersion Snapshot(FileVersion opened, ref bool torn)
+    {
+        if (opened.Length > _options.MaxCachedFileSize || opened.Length > _options.FileCacheSizeLimit)
+        {
+            return opened.ForCache(null);
+        }
+
+        byte[] content = GC.AllocateUninitializedArray<byte>((int)opened.Length);
+        int total = 0;
+        while (total < content.Length)
+        {
+            int read = RandomAccess.Read(opened.Handle!, content.AsSpan(total), total);
+            if (read == 0)
+            {
+                break;
+            }
+
+            total += read;
+        }
+
+        // Only bytes read between two identical stamps are one version of the file.
+        if (total != content.Length || FileStamp.FromHandle(opened.Handle!, opened.PhysicalPath!) != opened.Stamp)
+        {
+            torn = true;
+            return opened.ForCache(null);
+        }
+
+        return opened.ForCache(content);
+    }
+
+    private static bool StillCurrent(CachedFile entry)
+    {
+        if (!FileStamp.TryGet(entry.PhysicalPath, out FileStamp stamp) || stamp != entry.Identity.Stamp)
+        {
+            return false;
+        }
+
+        for (int i = 0; entry.ProbesSidecars && i < Sidecar.All.Length; i++)
+        {
+            bool exists = FileStamp.TryGet(entry.SidecarPaths[i], out FileStamp sidecar) && !sidecar.IsDirectory;
+            FileStamp? expected = entry.SidecarStamps[i];
+            if (exists != expected.HasValue || (exists && entry.Variants[i] is not null && sidecar != expected!.Value))
+            {
+                return false;
+            }
+        }
+
+        return true;
+    }
+
+    private void Insert(CachedFile entry)
+    {
+        lock (_writeLock)
+        {
+            if (_entries.TryGetValue(entry.Key, out CachedFile? previous))
+            {
+                _bytesHeld -= previous.ContentBytes;
+            }
+
+            _entries[entry.Key] = entry;
+            _bytesHeld += entry.ContentBytes;
+            if (_bytesHeld > _options.FileCacheSizeLimit || _entries.Count > _options.MaxCachedFiles)
+            {
+                EvictLocked();
+            }
+        }
+    }
+
+    // Least recently used first, down to 90% of both limits, so eviction runs rarely and in batches.
+    private void EvictLocked()
+    {
+        long byteTarget = _options.FileCacheSizeLimit * 9 / 10;
+        int countTarget = Math.Max(0, _options.MaxCachedFiles * 9 / 10);
+        CachedFile[] snapshot = _entries.Values.ToArray();
+        Array.Sort(snapshot, static (a, b) => a.LastAccess.CompareTo(b.LastAccess));
+        int evicted = 0;
+        foreach (CachedFile victim in snapshot)
+        {
+            if (_bytesHeld <= byteTarget && _entries.Count <= countTarget)
+            {
+                break;
+            }
+
+            if (_entries.TryRemove(new KeyValuePair<string, CachedFile>(victim.Key, victim)))
+            {
+                _bytesHeld -= victim.ContentBytes;
+                evicted++;
+            }
+        }
+
+        if (evicted > 0)
+        {
+            _metrics.Evicted(evicted);
+            Log.Evicted(_logger, evicted, _entries.Count, _bytesHeld);
+        }
+    }
+
+    private FileSystemWatcher? StartWatcher()
+    {
+        try
+        {
+            var watcher = new FileSystemWatcher(_source.Root)
+            {
+                IncludeSubdirectories = true,
+                NotifyFilter = NotifyFilters.FileName | NotifyFilters.DirectoryName | NotifyFilters.LastWrite
+                    | NotifyFilters.Size | NotifyFilters.CreationTime | NotifyFilters.Attributes,
+                InternalBufferSize = 64 * 1024,
+            };
+            watcher.Changed += (_, e) => OnChanged(e.FullPath, directoryMayHaveChanged: false);
+            watcher.Created += (_, e) => OnChanged(e.FullPath, directoryMayHaveChanged: false);
+            watcher.Deleted += (_, e) => OnChanged(e.FullPath, directoryMayHaveChanged: true);
+            watcher.Renamed += (_, e) =>
+            {
+                OnChanged(e.OldFullPath, directoryMayHaveChanged: true);
+                OnChanged(e.FullPath, directoryMayHaveChanged: true);
+            };
+            watcher.Error += (_, e) =>
+            {
+                // Lost events (queue overflow): nothing cached can be trusted.
+                Log.WatcherError(_logger, e.GetException());
+                Clear();
+            };
+            watcher.EnableRaisingEvents = true;
+            return watcher;
+        }
+        catch (Exception ex) when (ex is IOException or ArgumentException or PlatformNotSupportedException or UnauthorizedAccessException)
+        {
+            Log.WatcherUnavailable(_logger, _source.Root, ex);
+            return null;
+        }
+    }
+
+    private void OnChanged(string fullPath, bool directoryMayHaveChanged)
+    {
+        Interlocked.Increment(ref _generation);
+        if (!fullPath.StartsWith(_source.Root, StringComparison.Ordinal))
+        {
+            return;
+        }
+
+        string relative = fullPath[_source.Root.Length..].Replace(Path.DirectorySeparatorChar, '/');
+        bool found = InvalidateKey(_keyPrefix + relative);
+        if (Sidecar.OriginalOf(relative) is { } original)
+        {
+            found |= InvalidateKey(_keyPrefix + original);
+        }
+
+        if (directoryMayHaveChanged && !found)
+        {
+            // A directory was renamed or removed: everything under it goes.
+            string prefix = _keyPrefix + relative + "/";
+            foreach (KeyValuePair<string, CachedFile> pair in _entries)
+            {
+                if (pair.Key.StartsWith(prefix, StringComparison.Ordinal))
+                {
+                    Remove(pair.Value);
+                    _metrics.Invalidated();
+                }
+            }
+        }
+    }
+
+    private bool InvalidateKey(string key)
+    {
+        if (_entries.TryGetValue(key, out CachedFile? entry))
+        {
+            Remove(entry);
+            _metrics.Invalidated();
+            return true;
+        }
+
+        return false;
+    }
+
+    private void Clear()
+    {
+        Interlocked.Increment(ref _generation);
+        lock (_writeLock)
+        {
+            _entries.Clear();
+            _bytesHeld = 0;
+        }
+    }
+
+    public void Dispose()
+    {
+        _watcher?.Dispose();
+        _metrics.Unregister(this);
+        Clear();
+    }
+}
