@@ -1,6 +1,7 @@
 using System.Diagnostics.Metrics;
 using System.Text.RegularExpressions;
 using FastFiles.Caching;
+using FastFiles.Connections;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
@@ -10,6 +11,7 @@ using Microsoft.AspNetCore.StaticFiles;
 using Microsoft.Extensions.FileProviders;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
+using Microsoft.Extensions.Primitives;
 
 namespace FastFiles.StaticFiles;
 
@@ -28,6 +30,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     private readonly ILogger _logger;
     private readonly FileCache? _cache;
     private readonly string _requestPathValue;
+    private readonly bool _reuseStrings;
 
     public FastStaticFileMiddleware(
         RequestDelegate next,
@@ -49,7 +52,8 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         bool disableReuse = fast.DisableStringReuse
             ?? services.GetService<IOptions<KestrelServerOptions>>()?.Value.DisableStringReuse
             ?? false;
-        _responder = new FileResponder(fast, _logger, reuseStrings: !disableReuse);
+        _reuseStrings = !disableReuse;
+        _responder = new FileResponder(fast, _logger, _reuseStrings);
         _requestPathValue = _options.RequestPath.Value ?? string.Empty;
 
         IFileProvider provider = _options.FileProvider ?? environment.WebRootFileProvider
@@ -112,7 +116,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     {
         FileVersion selected = entry.Available == ContentCodings.None
             ? entry.Identity
-            : entry.Select(AcceptEncoding.Parse(context.Request.Headers.AcceptEncoding).Select(entry.Available));
+            : entry.Select(ParseAcceptEncoding(context).Select(entry.Available));
         if (await _responder.SendAsync(context, selected, entry.Settings))
         {
             return;
@@ -122,6 +126,13 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         // written yet, so drop the entry and answer from what is on disk now.
         _cache!.Remove(entry);
         await ServeAsync(context, entry.Settings.LogName, useCache: false);
+    }
+
+    private AcceptEncoding ParseAcceptEncoding(HttpContext context)
+    {
+        StringValues values = context.Request.Headers.AcceptEncoding;
+        RequestHeaderCache? parsed = _reuseStrings ? context.Features.Get<RequestHeaderCache>() : null;
+        return parsed is not null ? parsed.AcceptEncoding(values) : AcceptEncoding.Parse(values);
     }
 
     private FileResponseSettings SettingsFor(string subpath, string? contentType) => new()
@@ -233,7 +244,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             selected = identity;
             if (available != ContentCodings.None)
             {
-                ContentCodings choice = AcceptEncoding.Parse(context.Request.Headers.AcceptEncoding).Select(available);
+                ContentCodings choice = ParseAcceptEncoding(context).Select(available);
                 if (choice != ContentCodings.None)
                 {
                     (_, string suffix, string token) = Sidecar.All[Sidecar.IndexOf(choice)];

@@ -1,0 +1,22 @@
+using FastFiles.Connections;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+
+namespace Microsoft.AspNetCore.Hosting;
+
+/// <summary>Connection-level parts of FastFiles for one Kestrel endpoint.</summary>
+public static class FastFilesListenOptionsExtensions
+{
+    /// <summary>
+    /// Gives every connection on this endpoint a small cache of the request header values FastFiles parses
+    /// (If-None-Match, If-Modified-Since, If-Unmodified-Since, If-Range, Range, Accept-Encoding), so a value
+    /// repeated on a connection is parsed once. Unused when string reuse is disabled.
+    /// </summary>
+    /// <param name="listenOptions">The endpoint.</param>
+    /// <returns>The endpoint.</returns>
+    public static ListenOptions UseFastFilesHeaderCache(this ListenOptions listenOptions)
+    {
+        ArgumentNullException.ThrowIfNull(listenOptions);
+        listenOptions.Use(next => new RequestHeaderCacheMiddleware(next).OnConnectionAsync);
+        return listenOptions;
+    }
+}
