@@ -17,7 +17,8 @@ internal static class FileBodyWriter
     /// <summary>
     /// Writes <paramref name="count"/> bytes of <paramref name="file"/> starting at <paramref name="offset"/>.
     /// Never throws for a client disconnect or a truncated file: the status says what happened and the caller
-    /// aborts the response. I/O errors reading the file propagate.
+    /// aborts the response. I/O errors reading the file propagate. With <paramref name="flushAtEnd"/> off, the last
+    /// chunk is left for the server's end-of-response flush (headers and a small body then leave in one write).
     /// </summary>
     public static ValueTask<FileSendStatus> WriteAsync(
         PipeWriter writer,
@@ -26,7 +27,8 @@ internal static class FileBodyWriter
         long count,
         int bufferSize,
         long synchronousReadThreshold,
-        CancellationToken cancellationToken)
+        CancellationToken cancellationToken,
+        bool flushAtEnd = true)
     {
         if (count == 0)
         {
@@ -34,14 +36,14 @@ internal static class FileBodyWriter
         }
 
         return count <= synchronousReadThreshold
-            ? WriteSynchronousReadsAsync(writer, file, offset, count, bufferSize, cancellationToken)
-            : WriteAsynchronousReadsAsync(writer, file, offset, count, bufferSize, cancellationToken);
+            ? WriteSynchronousReadsAsync(writer, file, offset, count, bufferSize, flushAtEnd, cancellationToken)
+            : WriteAsynchronousReadsAsync(writer, file, offset, count, bufferSize, flushAtEnd, cancellationToken);
     }
 
     // Small bodies: pread(2) on the request thread. A page-cache hit costs about a microsecond, far less than a
     // thread-pool hop; the method only goes asynchronous when a flush has to wait for the client.
     private static async ValueTask<FileSendStatus> WriteSynchronousReadsAsync(
-        PipeWriter writer, SafeFileHandle file, long offset, long count, int bufferSize, CancellationToken cancellationToken)
+        PipeWriter writer, SafeFileHandle file, long offset, long count, int bufferSize, bool flushAtEnd, CancellationToken cancellationToken)
     {
         long remaining = count;
         int unflushed = 0;
@@ -58,7 +60,7 @@ internal static class FileBodyWriter
                 offset += read;
                 remaining -= read;
                 unflushed += read;
-                if (unflushed >= FlushThreshold || remaining == 0)
+                if (unflushed >= FlushThreshold || (remaining == 0 && flushAtEnd))
                 {
                     unflushed = 0;
                     FlushResult result = await writer.FlushAsync(cancellationToken);
@@ -95,7 +97,7 @@ internal static class FileBodyWriter
     }
 
     private static async ValueTask<FileSendStatus> WriteAsynchronousReadsAsync(
-        PipeWriter writer, SafeFileHandle file, long offset, long count, int bufferSize, CancellationToken cancellationToken)
+        PipeWriter writer, SafeFileHandle file, long offset, long count, int bufferSize, bool flushAtEnd, CancellationToken cancellationToken)
     {
         long remaining = count;
         int unflushed = 0;
@@ -119,7 +121,7 @@ internal static class FileBodyWriter
                 offset += read;
                 remaining -= read;
                 unflushed += read;
-                if (unflushed >= FlushThreshold || remaining == 0)
+                if (unflushed >= FlushThreshold || (remaining == 0 && flushAtEnd))
                 {
                     unflushed = 0;
                     FlushResult result = await writer.FlushAsync(cancellationToken);

@@ -158,7 +158,8 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             }
             else if ((owned ?? file.Handle) is { } handle)
             {
-                result = await FileBodyWriter.WriteAsync(response.BodyWriter, handle, start, count, options.EffectiveBufferSize, options.SynchronousReadThreshold, aborted);
+                // The response ends when we return, so Kestrel's own final flush sends the tail.
+                result = await FileBodyWriter.WriteAsync(response.BodyWriter, handle, start, count, options.EffectiveBufferSize, options.SynchronousReadThreshold, aborted, flushAtEnd: false);
             }
             else
             {
