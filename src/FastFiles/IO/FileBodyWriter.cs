@@ -47,6 +47,7 @@ internal static class FileBodyWriter
     {
         long remaining = count;
         int unflushed = 0;
+        bool flushed = false;
         try
         {
             while (remaining > 0)
@@ -60,8 +61,11 @@ internal static class FileBodyWriter
                 offset += read;
                 remaining -= read;
                 unflushed += read;
-                if (unflushed >= FlushThreshold || (remaining == 0 && flushAtEnd))
+                // Kestrel's HTTP/1.1 producer flushes at the end only what it counted as unflushed (headers and
+                // Write calls, not Advance after a flush), so once we have flushed, the tail must be flushed too.
+                if (unflushed >= FlushThreshold || (remaining == 0 && (flushAtEnd || flushed)))
                 {
+                    flushed = true;
                     unflushed = 0;
                     FlushResult result = await writer.FlushAsync(cancellationToken);
                     if (result.IsCompleted || result.IsCanceled)
@@ -101,6 +105,7 @@ internal static class FileBodyWriter
     {
         long remaining = count;
         int unflushed = 0;
+        bool flushed = false;
         try
         {
             while (remaining > 0)
@@ -121,8 +126,11 @@ internal static class FileBodyWriter
                 offset += read;
                 remaining -= read;
                 unflushed += read;
-                if (unflushed >= FlushThreshold || (remaining == 0 && flushAtEnd))
+                // Kestrel's HTTP/1.1 producer flushes at the end only what it counted as unflushed (headers and
+                // Write calls, not Advance after a flush), so once we have flushed, the tail must be flushed too.
+                if (unflushed >= FlushThreshold || (remaining == 0 && (flushAtEnd || flushed)))
                 {
+                    flushed = true;
                     unflushed = 0;
                     FlushResult result = await writer.FlushAsync(cancellationToken);
                     if (result.IsCompleted || result.IsCanceled)
