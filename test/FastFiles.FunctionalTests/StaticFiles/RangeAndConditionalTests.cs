@@ -9,47 +9,56 @@ using Microsoft.Extensions.FileProviders;
 namespace FastFiles.FunctionalTests.StaticFiles;
 
 /// <summary>Ranges (RFC 9110 14) and preconditions (RFC 9110 13) of UseFastFiles over HTTP/1.1 and h2c.</summary>
-public sealed class RangeAndConditionalTests : IAsyncLifetime
+public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fixture) : IClassFixture<RangeAndConditionalTests.Fixture>
 {
     private const int Length = 10_000;
     private const string Huge = "123456789012345678901234567890";
     private static readonly DateTime Modified = new DateTime(2020, 1, 2, 3, 4, 5, DateTimeKind.Utc).AddTicks(1_234_567);
     private static readonly DateTimeOffset ModifiedSeconds = new(2020, 1, 2, 3, 4, 5, TimeSpan.Zero);
-    private readonly TestFiles _files = new();
-    private byte[] _content = [];
-    private TestHost _host = null!;
+    private readonly TestFiles _files = fixture.Files;
+    private readonly byte[] _content = fixture.Content;
+    private readonly TestHost _host = fixture.Host;
 
     public static TheoryData<Transport> Transports => new() { Transport.Http11, Transport.H2c };
 
     private static string ExpectedETag => string.Create(CultureInfo.InvariantCulture, $"\"{Modified.Ticks:x}-{Length:x}\"");
 
-    public async Task InitializeAsync()
+    public sealed class Fixture : IAsyncLifetime
     {
-        _content = _files.Create("data.bin", Length);
-        File.SetLastWriteTimeUtc(_files.PathOf("data.bin"), Modified);
-        _files.Create("empty.bin", 0);
-        _host = await TestHost.StartAsync(app =>
-        {
-            app.UseFastFiles(new FastStaticFileOptions
-            {
-                FileProvider = new PhysicalFileProvider(_files.Root),
-                ServeUnknownFileTypes = true,
-                DefaultContentType = "application/octet-stream",
-            });
-            // What the rest of the pipeline answers for anything UseFastFiles passes on.
-            app.Run(context =>
-            {
-                context.Response.StatusCode = StatusCodes.Status405MethodNotAllowed;
-                return Task.CompletedTask;
-            });
-        });
-    }
+        public TestFiles Files { get; } = new();
 
-    public async Task DisposeAsync()
-    {
-        await ResponseHeaders.AssertNoOpenFilesUnderAsync(_files.Root);
-        await _host.DisposeAsync();
-        _files.Dispose();
+        public byte[] Content { get; private set; } = [];
+
+        public TestHost Host { get; private set; } = null!;
+
+        public async Task InitializeAsync()
+        {
+            Content = Files.Create("data.bin", Length);
+            File.SetLastWriteTimeUtc(Files.PathOf("data.bin"), Modified);
+            Files.Create("empty.bin", 0);
+            Host = await TestHost.StartAsync(app =>
+            {
+                app.UseFastFiles(new FastStaticFileOptions
+                {
+                    FileProvider = new PhysicalFileProvider(Files.Root),
+                    ServeUnknownFileTypes = true,
+                    DefaultContentType = "application/octet-stream",
+                });
+                // What the rest of the pipeline answers for anything UseFastFiles passes on.
+                app.Run(context =>
+                {
+                    context.Response.StatusCode = StatusCodes.Status405MethodNotAllowed;
+                    return Task.CompletedTask;
+                });
+            });
+        }
+
+        public async Task DisposeAsync()
+        {
+            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
+            await Host.DisposeAsync();
+            Files.Dispose();
+        }
     }
 
     [Theory]
