@@ -78,17 +78,18 @@ internal sealed class FastStaticFileMiddleware
             return _next(context);
         }
 
-        return ServeAsync(context, subpath);
+        // "/static" (the RequestPath itself) names the root directory without its trailing slash.
+        return ServeAsync(context, subpath, rootWithoutSlash: !remaining.HasValue && _options.RequestPath.HasValue);
     }
 
-    private async Task ServeAsync(HttpContext context, string subpath)
+    private async Task ServeAsync(HttpContext context, string subpath, bool rootWithoutSlash)
     {
         FileVersion? identity = null;
         FileVersion? selected = null;
         try
         {
             LookupResult found = LookupResult.NotFound;
-            if (subpath[^1] != '/')
+            if (!rootWithoutSlash && subpath[^1] != '/')
             {
                 if (!TryGetContentType(subpath, out _))
                 {
@@ -123,9 +124,9 @@ internal sealed class FastStaticFileMiddleware
                     return;
                 }
 
-                if (subpath[^1] != '/')
+                if (rootWithoutSlash || subpath[^1] != '/')
                 {
-                    if (_options.RedirectToAppendTrailingSlash && FindDefaultFile(subpath + "/", out FileVersion? probe) is not null)
+                    if (_options.RedirectToAppendTrailingSlash && FindDefaultFile(rootWithoutSlash ? "/" : subpath + "/", out FileVersion? probe) is not null)
                     {
                         probe!.Dispose();
                         // RFC 9110 15.4.2; relative links in the page need the trailing slash.
