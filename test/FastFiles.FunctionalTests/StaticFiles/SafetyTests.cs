@@ -31,6 +31,8 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
             Files.Write("secret.txt", Encoding.ASCII.GetBytes(Secret));
             Files.Write("passwd", Encoding.ASCII.GetBytes(Secret));
             Files.Write("outside/outside.txt", Encoding.ASCII.GetBytes(Outside));
+            Files.Write("outside/index.html", Encoding.ASCII.GetBytes(Outside));
+            Files.Write("www/sub/index.html", Encoding.ASCII.GetBytes("sub index"));
             Files.Write("www/hello.txt", Encoding.ASCII.GetBytes("hello"));
             Files.Write("www/sub/ok.txt", Encoding.ASCII.GetBytes("ok"));
             Files.Write("www/.env", Encoding.ASCII.GetBytes("dotenv"));
@@ -64,6 +66,12 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
                 {
                     RequestPath = "/racy",
                     FileProvider = new DeletingFileProvider(WebRoot, ["/doomed.txt", "/stale.txt.br"]),
+                });
+                app.UseFastFiles(new FastStaticFileOptions
+                {
+                    RequestPath = "/defaults",
+                    FileProvider = new PhysicalFileProvider(WebRoot),
+                    DefaultFileNames = ["index.html"],
                 });
                 app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(WebRoot) });
             });
@@ -129,7 +137,7 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
     [MemberData(nameof(TraversalCorpus))]
     public async Task Raw_socket_traversal_is_400_or_404(string path)
     {
-        foreach (string prefix in new[] { "", "/open", "/racy" })
+        foreach (string prefix in new[] { "", "/open", "/racy", "/defaults" })
         {
             RawResponse response = await RawHttp.SendAsync(_f.Host.Http, prefix + path);
             AssertRefused(response.Status, response.Body, prefix + path);
@@ -246,6 +254,29 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
             Assert.Equal(HttpStatusCode.OK, followed.StatusCode);
             Assert.Equal(content, await followed.Content.ReadAsStringAsync());
         }
+    }
+
+    [Theory]
+    [InlineData("/defaults/linkdir-out/")]
+    [InlineData("/defaults/linkdir-out")]
+    [InlineData("/defaults/linkdir-out/index.html")]
+    public async Task Default_files_do_not_follow_a_directory_link_out_of_the_root(string path)
+    {
+        RawResponse response = await RawHttp.SendAsync(_f.Host.Http, path);
+        Assert.Equal(404, response.Status);
+        Assert.False(response.Headers.ContainsKey("Location"));
+        AssertRefused(response.Status, response.Body, path);
+    }
+
+    [Fact]
+    public async Task Default_files_follow_a_directory_link_inside_the_root()
+    {
+        RawResponse redirect = await RawHttp.SendAsync(_f.Host.Http, "/defaults/linkdir-in");
+        Assert.Equal(301, redirect.Status);
+        Assert.Equal("/defaults/linkdir-in/", redirect.Headers["Location"]);
+        RawResponse index = await RawHttp.SendAsync(_f.Host.Http, "/defaults/linkdir-in/");
+        Assert.Equal(200, index.Status);
+        Assert.Equal("sub index", Encoding.ASCII.GetString(index.Body));
     }
 
     [Fact]
