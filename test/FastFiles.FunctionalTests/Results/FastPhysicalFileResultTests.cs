@@ -24,6 +24,7 @@ public sealed class FastPhysicalFileResultTests(FastPhysicalFileResultTests.Fixt
         public async Task InitializeAsync()
         {
             Content = Files.Create("report.pdf", Length);
+            Directory.CreateDirectory(Files.PathOf("folder"));
             string root = Files.Root;
             Host = await TestHost.StartAsync(
                 app =>
@@ -170,6 +171,7 @@ public sealed class FastPhysicalFileResultTests(FastPhysicalFileResultTests.Fixt
     [Theory]
     [InlineData("/min/missing.pdf")]
     [InlineData("/mvc/fast/missing.pdf")]
+    [InlineData("/min/folder")]
     public async Task Missing_file_is_404(string path)
     {
         using HttpResponseMessage response = await _f.Host.SendAsync(Transport.Http11, path);

@@ -58,6 +58,15 @@ public sealed class FastSendFileTests(FastSendFileTests.Fixture fixture) : IClas
                         branch.UseStaticFiles(new StaticFileOptions { FileProvider = new PhysicalFileProvider(root), ServeUnknownFileTypes = true });
                     });
 
+                    // Real-world wrapper above: ResponseCompression's body must keep its own SendFileAsync.
+                    app.Map("/compressed", branch =>
+                    {
+                        branch.UseResponseCompression();
+                        branch.UseFastSendFile();
+                        BodyFeatureProbe.Install(branch);
+                        branch.UseStaticFiles(new StaticFileOptions { FileProvider = new PhysicalFileProvider(root), ServeUnknownFileTypes = true });
+                    });
+
                     // The same SendFileAsync calls without FastFiles: Kestrel's own fallback, for comparison.
                     app.Map("/stock", branch => branch.Run(SendFileHandler));
 
@@ -74,7 +83,12 @@ public sealed class FastSendFileTests(FastSendFileTests.Fixture fixture) : IClas
                 },
                 services =>
                 {
-                    services.AddSingleton(new ControllerFileRoot(root));
+                    services.AddResponseCompression(o =>
+                {
+                    o.EnableForHttps = true;
+                    o.MimeTypes = ["application/octet-stream"];
+                });
+                services.AddSingleton(new ControllerFileRoot(root));
                     services.AddControllers().AddApplicationPart(typeof(FilesController).Assembly);
                 });
 
@@ -159,6 +173,20 @@ public sealed class FastSendFileTests(FastSendFileTests.Fixture fixture) : IClas
         Assert.NotNull(response.Header(BodyFeatureProbe.CustomHeader));
         Assert.NotEqual(nameof(FastSendFileFeature), response.Header(BodyFeatureProbe.CustomHeader));
         Assert.Equal(_content, await response.Content.ReadAsByteArrayAsync());
+    }
+
+    [Fact]
+    public async Task Does_not_take_over_below_response_compression()
+    {
+        using HttpResponseMessage response = await _host.SendAsync(Transport.Http11, "/compressed/data.bin", r => r.Headers.TryAddWithoutValidation("Accept-Encoding", "gzip"));
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        Assert.Equal("gzip", response.Header("Content-Encoding"));
+        Assert.NotEqual(nameof(FastSendFileFeature), response.Header(BodyFeatureProbe.InnerHeader));
+        Assert.NotNull(response.Header(BodyFeatureProbe.InnerHeader));
+        await using var gzip = new System.IO.Compression.GZipStream(await response.Content.ReadAsStreamAsync(), System.IO.Compression.CompressionMode.Decompress);
+        var decompressed = new MemoryStream();
+        await gzip.CopyToAsync(decompressed);
+        Assert.Equal(_content, decompressed.ToArray());
     }
 
     public static TheoryData<Transport, long, long?> ValidRanges()

@@ -144,6 +144,50 @@ public sealed class ResetAndTruncationTests(ResetAndTruncationTests.Fixture fixt
         await AssertHealthyAsync();
     }
 
+    [Fact]
+    public async Task Http2_file_truncated_mid_body_resets_the_stream_and_never_pads()
+    {
+        string name = $"shrinking-{Guid.NewGuid():N}.bin";
+        byte[] original = _f.Files.Create(name, TruncatedFileLength);
+        string id = Guid.NewGuid().ToString("N");
+        var received = new MemoryStream();
+        using (HttpResponseMessage response = await _f.Host.Client.SendAsync(_f.Host.Request(Transport.H2c, $"/{name}?awaitabort=1&id={id}"), HttpCompletionOption.ResponseHeadersRead))
+        {
+            Assert.Equal(TruncatedFileLength, response.Content.Headers.ContentLength);
+            Stream body = await response.Content.ReadAsStreamAsync();
+            var chunk = new byte[16 * 1024];
+            while (received.Length < 1024 * 1024)
+            {
+                int read = await body.ReadAsync(chunk);
+                Assert.NotEqual(0, read);
+                received.Write(chunk, 0, read);
+            }
+
+            using (var writer = new FileStream(_f.Files.PathOf(name), FileMode.Open, FileAccess.Write, FileShare.ReadWrite | FileShare.Delete))
+            {
+                writer.SetLength(TruncateTo);
+            }
+
+            // The stream reset surfaces as an exception from the body: the client cannot mistake it for a complete response.
+            await Assert.ThrowsAnyAsync<IOException>(async () =>
+            {
+                int read;
+                while ((read = await body.ReadAsync(chunk)) > 0)
+                {
+                    received.Write(chunk, 0, read);
+                }
+            });
+        }
+
+        byte[] bytes = received.ToArray();
+        Assert.True(bytes.Length < TruncatedFileLength, $"received {bytes.Length} bytes");
+        Assert.True(bytes.AsSpan().SequenceEqual(original.AsSpan(0, bytes.Length)), "the body is not a prefix of the file");
+        RequestRecord record = await _f.Recorder.WaitAsync(id);
+        Assert.Null(record.Exception);
+        Assert.True(record.Aborted);
+        await AssertHealthyAsync();
+    }
+
     private static async Task ReadAtLeastAsync(Stream stream, int already, int atLeast)
     {
         var buffer = new byte[16 * 1024];
