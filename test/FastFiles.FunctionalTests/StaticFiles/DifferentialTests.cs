@@ -28,7 +28,7 @@ public sealed class DifferentialTests(DifferentialTests.Fixture fixture) : IClas
 
         public async Task InitializeAsync()
         {
-            foreach ((string name, int length) in new[] { ("data.txt", Length), ("empty.txt", 0), ("one.txt", 1), ("app.3f2a9c1b.js", 300), ("page.js", 2000), ("page.js.gz", 500), ("blob.bin", 1000) })
+            foreach ((string name, int length) in new[] { ("data.txt", Length), ("empty.txt", 0), ("one.txt", 1), ("app.3f2a9c1b.js", 300), ("page.js", 2000), ("page.js.gz", 500), ("blob.bin", 1000), ("with space.txt", 10), ("ünïcødé.txt", 10), ("dir/inner.txt", 10), ("noext", 10), ("UPPER.TXT", 10) })
             {
                 Files.Create(name, length);
                 File.SetLastWriteTimeUtc(Files.PathOf(name), Modified);
@@ -61,6 +61,16 @@ public sealed class DifferentialTests(DifferentialTests.Fixture fixture) : IClas
         ["get-empty"] = ("empty.txt", "GET", []),
         ["get-one"] = ("one.txt", "GET", []),
         ["get-bin"] = ("blob.bin", "GET", []),
+        ["get-space"] = ("with space.txt", "GET", []),
+        ["get-unicode"] = ("ünïcødé.txt", "GET", []),
+        ["get-nested"] = ("dir/inner.txt", "GET", []),
+        ["get-directory"] = ("dir", "GET", []),
+        ["get-directory-slash"] = ("dir/", "GET", []),
+        ["get-file-slash"] = ("data.txt/", "GET", []),
+        ["get-no-extension"] = ("noext", "GET", []),
+        ["get-upper-extension"] = ("UPPER.TXT", "GET", []),
+        ["get-wrong-case"] = ("DATA.TXT", "GET", []),
+        ["get-query"] = ("data.txt?v=1&x", "GET", []),
         ["get-missing"] = ("missing.txt", "GET", []),
         ["head"] = ("data.txt", "HEAD", []),
         ["head-range"] = ("data.txt", "HEAD", [("Range", "bytes=0-9")]),

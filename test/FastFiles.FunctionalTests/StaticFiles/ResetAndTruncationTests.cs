@@ -188,6 +188,24 @@ public sealed class ResetAndTruncationTests(ResetAndTruncationTests.Fixture fixt
         await AssertHealthyAsync();
     }
 
+    [Theory]
+    [InlineData(Transport.H2c)]
+    [InlineData(Transport.H2Tls)]
+    [InlineData(Transport.Http11)]
+    public async Task Concurrent_ranges_each_get_their_own_bytes(Transport transport)
+    {
+        const int Slice = 1024 * 1024;
+        Task[] requests = Enumerable.Range(0, 16).Select(async i =>
+        {
+            int start = (i * Slice) - (i * 777);
+            using HttpResponseMessage response = await _f.Host.SendAsync(transport, "/big.bin", r => r.Headers.TryAddWithoutValidation("Range", $"bytes={start}-{start + Slice - 1}"));
+            Assert.Equal(HttpStatusCode.PartialContent, response.StatusCode);
+            byte[] body = await response.Content.ReadAsByteArrayAsync();
+            Assert.True(_f.Big.AsSpan(start, Slice).SequenceEqual(body), $"slice {i}");
+        }).ToArray();
+        await Task.WhenAll(requests);
+    }
+
     private static async Task ReadAtLeastAsync(Stream stream, int already, int atLeast)
     {
         var buffer = new byte[16 * 1024];
