@@ -127,8 +127,10 @@ internal readonly struct AcceptEncoding
             }
         }
 
-        int identity = IdentityQuality;
-        return bestQ >= identity || identity == 0 ? best : ContentCodings.None;
+        // Only an identity the client ranked itself competes on quality: an unlisted identity is acceptable but
+        // not preferred, or "gzip;q=0.9" (any q below 1) would never get the sidecar.
+        int identity = _identity != Unset ? _identity : 0;
+        return bestQ > 0 && bestQ >= identity ? best : ContentCodings.None;
     }
 
     // "q=0.5" with optional whitespace; returns -1 when malformed (the member is then ignored).

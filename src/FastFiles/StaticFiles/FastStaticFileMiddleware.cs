@@ -109,7 +109,8 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             return _next(context);
         }
 
-        return ServeAsync(context, subpath);
+        // "/static" (the RequestPath itself) names the root directory without its trailing slash.
+        return ServeAsync(context, subpath, rootWithoutSlash: !remaining.HasValue && _options.RequestPath.HasValue);
     }
 
     private async Task ServeCachedAsync(HttpContext context, CachedFile entry)
@@ -144,7 +145,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         LogName = subpath,
     };
 
-    private async Task ServeAsync(HttpContext context, string subpath, bool useCache = true)
+    private async Task ServeAsync(HttpContext context, string subpath, bool rootWithoutSlash = false, bool useCache = true)
     {
         // Entries are keyed by the exact request path, so only cache when the prefix matched with its own case.
         string? path = context.Request.Path.Value;
@@ -166,7 +167,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         try
         {
             LookupResult found = LookupResult.NotFound;
-            if (subpath[^1] != '/')
+            if (!rootWithoutSlash && subpath[^1] != '/')
             {
                 if (!TryGetContentType(subpath, out _))
                 {
@@ -201,9 +202,9 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                     return;
                 }
 
-                if (subpath[^1] != '/')
+                if (rootWithoutSlash || subpath[^1] != '/')
                 {
-                    if (_options.RedirectToAppendTrailingSlash && FindDefaultFile(subpath + "/", out FileVersion? probe) is not null)
+                    if (_options.RedirectToAppendTrailingSlash && FindDefaultFile(rootWithoutSlash ? "/" : subpath + "/", out FileVersion? probe) is not null)
                     {
                         probe!.Dispose();
                         // RFC 9110 15.4.2; relative links in the page need the trailing slash.

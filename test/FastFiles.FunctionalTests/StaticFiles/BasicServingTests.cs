@@ -30,6 +30,7 @@ public sealed class BasicServingTests : IAsyncLifetime
 
     public async Task DisposeAsync()
     {
+        await ResponseHeaders.AssertNoOpenFilesUnderAsync(_files.Root);
         await _host.DisposeAsync();
         _files.Dispose();
     }

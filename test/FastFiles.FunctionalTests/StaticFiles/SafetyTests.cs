@@ -1,0 +1,337 @@
+using System.Net;
+using System.Text;
+using FastFiles.FunctionalTests.Infrastructure;
+using FastFiles.StaticFiles;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.Extensions.FileProviders;
+using Microsoft.Extensions.Primitives;
+
+namespace FastFiles.FunctionalTests.StaticFiles;
+
+/// <summary>
+/// Nothing outside the root is served: traversal corpus over raw sockets and HttpClient, dotfiles, symbolic links,
+/// and files that vanish between lookup and open.
+/// </summary>
+public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<SafetyTests.Fixture>
+{
+    private const string Secret = "TOP-SECRET-4f1d9a";
+    private const string Outside = "OUTSIDE-DIR-77b2";
+    private readonly Fixture _f = fixture;
+
+    public sealed class Fixture : IAsyncLifetime
+    {
+        public TestFiles Files { get; } = new();
+
+        public TestHost Host { get; private set; } = null!;
+
+        public string WebRoot => Files.PathOf("www");
+
+        public async Task InitializeAsync()
+        {
+            Files.Write("secret.txt", Encoding.ASCII.GetBytes(Secret));
+            Files.Write("passwd", Encoding.ASCII.GetBytes(Secret));
+            Files.Write("outside/outside.txt", Encoding.ASCII.GetBytes(Outside));
+            Files.Write("outside/index.html", Encoding.ASCII.GetBytes(Outside));
+            Files.Write("www/sub/index.html", Encoding.ASCII.GetBytes("sub index"));
+            Files.Write("www/hello.txt", Encoding.ASCII.GetBytes("hello"));
+            Files.Write("www/sub/ok.txt", Encoding.ASCII.GetBytes("ok"));
+            Files.Write("www/.env", Encoding.ASCII.GetBytes("dotenv"));
+            Files.Write("www/.git/config", Encoding.ASCII.GetBytes("gitconfig"));
+            Files.Write("www/sub/.hidden/x.txt", Encoding.ASCII.GetBytes("hidden"));
+            Files.Write("www/doomed.txt", Encoding.ASCII.GetBytes("doomed"));
+            Files.Write("www/stale.txt", Encoding.ASCII.GetBytes("identity"));
+            Files.Write("www/stale.txt.br", Encoding.ASCII.GetBytes("brotli"));
+            File.CreateSymbolicLink(Files.PathOf("www/link-in.txt"), Files.PathOf("www/hello.txt"));
+            File.CreateSymbolicLink(Files.PathOf("www/link-in-relative.txt"), "sub/ok.txt");
+            File.CreateSymbolicLink(Files.PathOf("www/link-out.txt"), Files.PathOf("secret.txt"));
+            File.CreateSymbolicLink(Files.PathOf("www/link-out-relative.txt"), "../secret.txt");
+            File.CreateSymbolicLink(Files.PathOf("www/link-to-link-out.txt"), Files.PathOf("www/link-out.txt"));
+            File.CreateSymbolicLink(Files.PathOf("www/dangling.txt"), Files.PathOf("www/nothing-here.txt"));
+            Directory.CreateSymbolicLink(Files.PathOf("www/linkdir-out"), Files.PathOf("outside"));
+            Directory.CreateSymbolicLink(Files.PathOf("www/linkdir-in"), Files.PathOf("www/sub"));
+
+            Host = await TestHost.StartAsync(app =>
+            {
+                // Everything allowed, under /open.
+                app.UseFastFiles(new FastStaticFileOptions
+                {
+                    RequestPath = "/open",
+                    FileProvider = new PhysicalFileProvider(WebRoot),
+                    ServeDotFiles = true,
+                    FollowSymlinksOutsideRoot = true,
+                    ServeUnknownFileTypes = true,
+                });
+                // A provider that deletes files right after looking them up (before FastFiles opens them).
+                app.UseFastFiles(new FastStaticFileOptions
+                {
+                    RequestPath = "/racy",
+                    FileProvider = new DeletingFileProvider(WebRoot, ["/doomed.txt", "/stale.txt.br"]),
+                });
+                app.UseFastFiles(new FastStaticFileOptions
+                {
+                    RequestPath = "/defaults",
+                    FileProvider = new PhysicalFileProvider(WebRoot),
+                    DefaultFileNames = ["index.html"],
+                });
+                app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(WebRoot) });
+            });
+        }
+
+        public async Task DisposeAsync()
+        {
+            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
+            await Host.DisposeAsync();
+            Files.Dispose();
+        }
+    }
+
+    public static TheoryData<string> TraversalCorpus()
+    {
+        string[] corpus =
+        [
+            "/../secret.txt",
+            "/../../secret.txt",
+            "/%2e%2e/secret.txt",
+            "/%2E%2E/secret.txt",
+            "/.%2e/secret.txt",
+            "/%2e%2e%2fsecret.txt",
+            "/..%2fsecret.txt",
+            "/..%2Fsecret.txt",
+            "/%252e%252e/secret.txt",
+            "/%252e%252e%252fsecret.txt",
+            "/..\\secret.txt",
+            "/..%5csecret.txt",
+            "/%5c..%5csecret.txt",
+            "/%2e%2e%5csecret.txt",
+            "/sub/../../secret.txt",
+            "/sub/%2e%2e/%2e%2e/secret.txt",
+            "/sub/..%2f..%2fsecret.txt",
+            "/%c0%ae%c0%ae/secret.txt",
+            "/..;/secret.txt",
+            "/...//secret.txt",
+            "//etc/passwd",
+            "///etc/passwd",
+            "/etc/passwd",
+            "/%00",
+            "/a%00.txt",
+            "/hello.txt%00.txt",
+            "/../passwd",
+            "/C:/secret.txt",
+            "/C:%5csecret.txt",
+            "/\\\\localhost\\c$\\secret.txt",
+            "/" + new string('a', 300) + ".txt",
+            "/" + string.Concat(Enumerable.Repeat("../", 2000)) + "secret.txt",
+            "/" + string.Concat(Enumerable.Repeat("a/", 3000)) + "secret.txt",
+            "/" + string.Concat(Enumerable.Repeat("%2e%2e/", 900)) + "secret.txt",
+        ];
+        var data = new TheoryData<string>();
+        foreach (string path in corpus)
+        {
+            data.Add(path);
+        }
+
+        return data;
+    }
+
+    [Theory]
+    [MemberData(nameof(TraversalCorpus))]
+    public async Task Raw_socket_traversal_is_400_or_404(string path)
+    {
+        foreach (string prefix in new[] { "", "/open", "/racy", "/defaults" })
+        {
+            RawResponse response = await RawHttp.SendAsync(_f.Host.Http, prefix + path);
+            AssertRefused(response.Status, response.Body, prefix + path);
+        }
+    }
+
+    [Theory]
+    [MemberData(nameof(TraversalCorpus))]
+    public async Task HttpClient_traversal_is_400_or_404(string path)
+    {
+        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c })
+        {
+            foreach (string prefix in new[] { "", "/open" })
+            {
+                // "//etc/passwd" alone is a network-path reference to another host: not a request to us.
+                if (!Uri.TryCreate(_f.Host.BaseFor(transport), prefix + path, out Uri? uri) || uri.Authority != _f.Host.BaseFor(transport).Authority)
+                {
+                    continue;
+                }
+
+                using var request = new HttpRequestMessage(HttpMethod.Get, uri) { Version = TestHost.VersionFor(transport), VersionPolicy = HttpVersionPolicy.RequestVersionExact };
+                try
+                {
+                    using HttpResponseMessage response = await _f.Host.Client.SendAsync(request);
+                    AssertRefused((int)response.StatusCode, await response.Content.ReadAsByteArrayAsync(), prefix + path);
+                }
+                catch (HttpRequestException ex) when (transport == Transport.H2c && ex.InnerException is HttpProtocolException)
+                {
+                    // Kestrel refuses some targets (a decoded NUL) on HTTP/2 by resetting the stream: nothing was served.
+                }
+            }
+        }
+    }
+
+    [Fact]
+    public async Task Absolute_form_and_absolute_paths_are_refused()
+    {
+        string secretPath = _f.Files.PathOf("secret.txt");
+        foreach (string target in new[]
+        {
+            $"http://{_f.Host.Http.Authority}/../secret.txt",
+            $"http://{_f.Host.Http.Authority}/%2e%2e/secret.txt",
+            $"http://{_f.Host.Http.Authority}/{secretPath}",
+            secretPath,
+            "/" + secretPath,
+            "/open/" + secretPath,
+            "/open" + secretPath,
+            "../secret.txt",
+        })
+        {
+            RawResponse response = await RawHttp.SendAsync(_f.Host.Http, target);
+            AssertRefused(response.Status, response.Body, target);
+        }
+    }
+
+    [Fact]
+    public async Task Positive_control_the_corpus_server_does_serve_files()
+    {
+        RawResponse response = await RawHttp.SendAsync(_f.Host.Http, "/hello.txt");
+        Assert.Equal(200, response.Status);
+        Assert.Equal("hello", Encoding.ASCII.GetString(response.Body));
+        response = await RawHttp.SendAsync(_f.Host.Http, "/open/sub/ok.txt");
+        Assert.Equal(200, response.Status);
+        Assert.Equal("ok", Encoding.ASCII.GetString(response.Body));
+    }
+
+    [Theory]
+    [InlineData("/.env", "dotenv")]
+    [InlineData("/.git/config", "gitconfig")]
+    [InlineData("/sub/.hidden/x.txt", "hidden")]
+    public async Task Dotfiles_only_with_the_option(string path, string content)
+    {
+        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c })
+        {
+            using HttpResponseMessage hidden = await _f.Host.SendAsync(transport, path);
+            Assert.Equal(HttpStatusCode.NotFound, hidden.StatusCode);
+            Assert.DoesNotContain(content, await hidden.Content.ReadAsStringAsync(), StringComparison.Ordinal);
+            RawResponse raw = await RawHttp.SendAsync(_f.Host.Http, path.Replace(".", "%2e", StringComparison.Ordinal));
+            Assert.Equal(404, raw.Status);
+
+            using HttpResponseMessage shown = await _f.Host.SendAsync(transport, "/open" + path);
+            Assert.Equal(HttpStatusCode.OK, shown.StatusCode);
+            Assert.Equal(content, await shown.Content.ReadAsStringAsync());
+        }
+    }
+
+    [Theory]
+    [InlineData("/link-in.txt", "hello")]
+    [InlineData("/link-in-relative.txt", "ok")]
+    [InlineData("/linkdir-in/ok.txt", "ok")]
+    public async Task Symlinks_inside_the_root_are_followed(string path, string content)
+    {
+        using HttpResponseMessage response = await _f.Host.SendAsync(Transport.Http11, path);
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        Assert.Equal(content, await response.Content.ReadAsStringAsync());
+    }
+
+    [Theory]
+    [InlineData("/link-out.txt", Secret)]
+    [InlineData("/link-out-relative.txt", Secret)]
+    [InlineData("/link-to-link-out.txt", Secret)]
+    [InlineData("/linkdir-out/outside.txt", Outside)]
+    public async Task Symlinks_leaving_the_root_are_followed_only_with_the_option(string path, string content)
+    {
+        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c })
+        {
+            using HttpResponseMessage refused = await _f.Host.SendAsync(transport, path);
+            Assert.Equal(HttpStatusCode.NotFound, refused.StatusCode);
+            Assert.DoesNotContain(content, await refused.Content.ReadAsStringAsync(), StringComparison.Ordinal);
+            using HttpResponseMessage head = await _f.Host.SendAsync(transport, path, method: HttpMethod.Head);
+            Assert.Equal(HttpStatusCode.NotFound, head.StatusCode);
+
+            using HttpResponseMessage followed = await _f.Host.SendAsync(transport, "/open" + path);
+            Assert.Equal(HttpStatusCode.OK, followed.StatusCode);
+            Assert.Equal(content, await followed.Content.ReadAsStringAsync());
+        }
+    }
+
+    [Theory]
+    [InlineData("/defaults/linkdir-out/")]
+    [InlineData("/defaults/linkdir-out")]
+    [InlineData("/defaults/linkdir-out/index.html")]
+    public async Task Default_files_do_not_follow_a_directory_link_out_of_the_root(string path)
+    {
+        RawResponse response = await RawHttp.SendAsync(_f.Host.Http, path);
+        Assert.Equal(404, response.Status);
+        Assert.False(response.Headers.ContainsKey("Location"));
+        AssertRefused(response.Status, response.Body, path);
+    }
+
+    [Fact]
+    public async Task Default_files_follow_a_directory_link_inside_the_root()
+    {
+        RawResponse redirect = await RawHttp.SendAsync(_f.Host.Http, "/defaults/linkdir-in");
+        Assert.Equal(301, redirect.Status);
+        Assert.Equal("/defaults/linkdir-in/", redirect.Headers["Location"]);
+        RawResponse index = await RawHttp.SendAsync(_f.Host.Http, "/defaults/linkdir-in/");
+        Assert.Equal(200, index.Status);
+        Assert.Equal("sub index", Encoding.ASCII.GetString(index.Body));
+    }
+
+    [Fact]
+    public async Task Dangling_symlink_is_404()
+    {
+        using HttpResponseMessage response = await _f.Host.SendAsync(Transport.Http11, "/dangling.txt");
+        Assert.Equal(HttpStatusCode.NotFound, response.StatusCode);
+    }
+
+    [Fact]
+    public async Task File_deleted_between_lookup_and_open_is_404_not_500()
+    {
+        using HttpResponseMessage response = await _f.Host.SendAsync(Transport.Http11, "/racy/doomed.txt");
+        Assert.Equal(HttpStatusCode.NotFound, response.StatusCode);
+        Assert.False(File.Exists(Path.Combine(_f.WebRoot, "doomed.txt")));
+    }
+
+    [Fact]
+    public async Task Sidecar_deleted_between_probe_and_open_falls_back_to_identity()
+    {
+        using HttpResponseMessage response = await _f.Host.SendAsync(Transport.Http11, "/racy/stale.txt", r => r.Headers.TryAddWithoutValidation("Accept-Encoding", "br"));
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        Assert.Null(response.Header("Content-Encoding"));
+        Assert.Equal("identity", await response.Content.ReadAsStringAsync());
+    }
+
+    private static void AssertRefused(int status, byte[] body, string target)
+    {
+        Assert.True(status is 400 or 404, $"{target} -> {status}");
+        string text = Encoding.Latin1.GetString(body);
+        Assert.DoesNotContain(Secret, text, StringComparison.Ordinal);
+        Assert.DoesNotContain(Outside, text, StringComparison.Ordinal);
+        Assert.DoesNotContain("root:", text, StringComparison.Ordinal);
+    }
+
+    /// <summary>Looks files up like a PhysicalFileProvider, then deletes the chosen ones before returning them.</summary>
+    private sealed class DeletingFileProvider(string root, string[] doomed) : IFileProvider
+    {
+        private readonly PhysicalFileProvider _inner = new(root);
+
+        public IFileInfo GetFileInfo(string subpath)
+        {
+            IFileInfo info = _inner.GetFileInfo(subpath);
+            if (doomed.Contains(subpath, StringComparer.Ordinal) && info.Exists && info.PhysicalPath is not null)
+            {
+                // Exists/Length/LastModified are now cached on the info: it still claims the file is there.
+                _ = info.Length + info.LastModified.Ticks;
+                File.Delete(info.PhysicalPath);
+            }
+
+            return info;
+        }
+
+        public IDirectoryContents GetDirectoryContents(string subpath) => _inner.GetDirectoryContents(subpath);
+
+        public IChangeToken Watch(string filter) => _inner.Watch(filter);
+    }
+}
