@@ -35,73 +35,11 @@ internal static class FileBodyWriter
             return new ValueTask<FileSendStatus>(FileSendStatus.Completed);
         }
 
-        return count <= synchronousReadThreshold
-            ? WriteSynchronousReadsAsync(writer, file, offset, count, bufferSize, flushAtEnd, cancellationToken)
-            : WriteAsynchronousReadsAsync(writer, file, offset, count, bufferSize, flushAtEnd, cancellationToken);
+        return WriteCoreAsync(writer, file, offset, count, bufferSize, count <= synchronousReadThreshold, flushAtEnd, cancellationToken);
     }
 
-    // Small bodies: pread(2) on the request thread. A page-cache hit costs about a microsecond, far less than a
-    // thread-pool hop; the method only goes asynchronous when a flush has to wait for the client.
-    private static async ValueTask<FileSendStatus> WriteSynchronousReadsAsync(
-        PipeWriter writer, SafeFileHandle file, long offset, long count, int bufferSize, bool flushAtEnd, CancellationToken cancellationToken)
-    {
-        long remaining = count;
-        int unflushed = 0;
-        bool flushed = false;
-        try
-        {
-            while (remaining > 0)
-            {
-                int read = ReadInto(writer, file, offset, remaining, bufferSize);
-                if (read == 0)
-                {
-                    return FileSendStatus.Truncated;
-                }
-
-                offset += read;
-                remaining -= read;
-                unflushed += read;
-                // Kestrel's HTTP/1.1 producer flushes at the end only what it counted as unflushed (headers and
-                // Write calls, not Advance after a flush), so once we have flushed, the tail must be flushed too.
-                if (unflushed >= FlushThreshold || (remaining == 0 && (flushAtEnd || flushed)))
-                {
-                    flushed = true;
-                    unflushed = 0;
-                    FlushResult result = await writer.FlushAsync(cancellationToken);
-                    if (result.IsCompleted || result.IsCanceled)
-                    {
-                        return remaining == 0 && !result.IsCanceled ? FileSendStatus.Completed : FileSendStatus.ClientDisconnected;
-                    }
-                }
-            }
-        }
-        catch (Exception ex) when (IsDisconnect(ex, cancellationToken))
-        {
-            return FileSendStatus.ClientDisconnected;
-        }
-
-        return FileSendStatus.Completed;
-    }
-
-    private static int ReadInto(PipeWriter writer, SafeFileHandle file, long offset, long remaining, int bufferSize)
-    {
-        Span<byte> span = writer.GetSpan((int)Math.Min(bufferSize, remaining));
-        if (span.Length > remaining)
-        {
-            span = span[..(int)remaining];
-        }
-
-        int read = RandomAccess.Read(file, span, offset);
-        if (read > 0)
-        {
-            writer.Advance(read);
-        }
-
-        return read;
-    }
-
-    private static async ValueTask<FileSendStatus> WriteAsynchronousReadsAsync(
-        PipeWriter writer, SafeFileHandle file, long offset, long count, int bufferSize, bool flushAtEnd, CancellationToken cancellationToken)
+    private static async ValueTask<FileSendStatus> WriteCoreAsync(
+        PipeWriter writer, SafeFileHandle file, long offset, long count, int bufferSize, bool synchronousReads, bool flushAtEnd, CancellationToken cancellationToken)
     {
         long remaining = count;
         int unflushed = 0;
@@ -116,7 +54,12 @@ internal static class FileBodyWriter
                     memory = memory[..(int)remaining];
                 }
 
-                int read = await RandomAccess.ReadAsync(file, memory, offset, cancellationToken);
+                // Small bodies: pread(2) on the request thread. A page-cache hit costs about a microsecond, far
+                // less than a thread-pool hop; the method only goes asynchronous when a flush must wait for the
+                // client. Large bodies read asynchronously so a cold disk cannot stall request threads.
+                int read = synchronousReads
+                    ? RandomAccess.Read(file, memory.Span, offset)
+                    : await RandomAccess.ReadAsync(file, memory, offset, cancellationToken);
                 if (read == 0)
                 {
                     return FileSendStatus.Truncated;
@@ -126,6 +69,7 @@ internal static class FileBodyWriter
                 offset += read;
                 remaining -= read;
                 unflushed += read;
+
                 // Kestrel's HTTP/1.1 producer flushes at the end only what it counted as unflushed (headers and
                 // Write calls, not Advance after a flush), so once we have flushed, the tail must be flushed too.
                 if (unflushed >= FlushThreshold || (remaining == 0 && (flushAtEnd || flushed)))
