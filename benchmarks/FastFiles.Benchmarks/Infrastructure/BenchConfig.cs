@@ -8,6 +8,13 @@ using BenchmarkDotNet.Toolchains.InProcess.Emit;
 
 namespace FastFiles.Benchmarks.Infrastructure;
 
+internal enum RunLength
+{
+    Full,
+    Quick,
+    Dry,
+}
+
 internal static class BenchConfig
 {
     /// <summary>
@@ -16,11 +23,14 @@ internal static class BenchConfig
     /// on the host runtime instead: no child build, same JIT and GC settings as the host. The price is no process
     /// isolation between cases, which the suites tolerate because each one sets up its own state.
     /// </summary>
-    public static IConfig Create(bool dry)
+    public static IConfig Create(RunLength length)
     {
-        Job job = dry
-            ? Job.Dry.WithId("Dry")
-            : Job.Default.WithId("InProcess");
+        Job job = length switch
+        {
+            RunLength.Dry => Job.Dry.WithId("Dry"),
+            RunLength.Quick => Job.ShortRun.WithId("Quick"),
+            _ => Job.Default.WithId("InProcess"),
+        };
 
         return ManualConfig.CreateEmpty()
             .AddJob(job.WithToolchain(InProcessEmitToolchain.Instance))
