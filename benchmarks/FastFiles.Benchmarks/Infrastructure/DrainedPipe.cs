@@ -35,14 +35,11 @@ internal sealed class DrainedPipe : IAsyncDisposable
     /// <summary>The stream view of <see cref="Writer"/> that the stock SendFile fallback writes to.</summary>
     public Stream Stream { get; }
 
-    public long BytesDrained { get; private set; }
-
     private async Task DrainAsync(PipeReader reader)
     {
         while (true)
         {
             ReadResult result = await reader.ReadAsync();
-            BytesDrained += result.Buffer.Length;
             reader.AdvanceTo(result.Buffer.End);
             if (result.IsCompleted)
             {
