@@ -271,8 +271,12 @@ def start_server(server: Server, work: Path, files: Path, cert: Path, key: Path)
 def server_stats(server: Server) -> dict | None:
     if not server.is_dotnet:
         return None
-    with urllib.request.urlopen(server.url("_stats", tls=False), timeout=5) as r:
-        return json.loads(r.read())
+    try:
+        with urllib.request.urlopen(server.url("_stats", tls=False), timeout=5) as r:
+            return json.loads(r.read())
+    except OSError as e:
+        log(f"  {server.name}: /_stats failed ({e}); no allocation numbers for this run")
+        return None
 
 
 def reset_peak_rss(server: Server) -> None:
@@ -384,7 +388,7 @@ def measure(workload: Workload, server: Server, duration: int, work: Path, raw: 
         row = parse_wrk(result.stdout) if workload.tool == "wrk" else parse_h2load(result.stdout)
     except ValueError:
         log(f"  {server.name}: could not parse {workload.tool} output (rc={result.returncode}); see {raw / (tag + '.txt')}")
-        row = {"requests": 0, "rps": 0.0, "mbps": 0.0, "errors": -1}
+        row = {"requests": 0, "rps": 0.0, "mbps": 0.0, "errors": 1, "unparsed": True}
     if before and after:
         served = after["requests"] - before["requests"]
         row["served"] = served
@@ -430,7 +434,7 @@ def summarize(results: dict, workloads: list[Workload], configs: list[str]) -> d
                 "mbps": median([r["mbps"] for r in runs]),
                 "alloc_per_req": median([r.get("alloc_per_req") for r in runs]),
                 "peak_ws": median([r.get("peak_ws") for r in runs]),
-                "errors": sum(max(r["errors"], 0) for r in runs),
+                "errors": sum(r["errors"] for r in runs),
                 "rounds": len(runs),
             }
         for c in configs:
@@ -443,7 +447,7 @@ def summarize(results: dict, workloads: list[Workload], configs: list[str]) -> d
 
 
 def write_tables(out: Path, summary: dict, workloads: list[Workload], configs: list[str], header: str) -> None:
-    dotnet = [c for c in configs if c in DOTNET_MODES]
+    dotnet = [c for c in configs if c not in PEERS]
     groups = {"http1": ("HTTP/1.1 keep-alive (wrk)", "http1.md"), "h2": ("HTTP/2 over TLS (h2load)", "h2.md")}
     for group, (title, filename) in groups.items():
         lines = [f"# {title}", "", header, ""]
