@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,6 +126,9 @@ class Children:
 
 CHILDREN = Children()
 
+# Everything is on loopback: never let an http_proxy/https_proxy from the environment route these requests.
+LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
 
 def run(argv: list[str], timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=check)
@@ -136,6 +139,16 @@ def run(argv: list[str], timeout: float | None = None, check: bool = True) -> su
 
 def ensure_tools(want_caddy: bool) -> bool:
     """Installs the Debian packages that are missing; returns whether Caddy is usable."""
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    updated = False
+
+    def apt_install(packages: list[str], check: bool) -> bool:
+        nonlocal updated
+        if not updated:
+            subprocess.run(["apt-get", "update"], check=check, env=env)
+            updated = True
+        return subprocess.run(["apt-get", "install", "-y"] + packages, check=check, env=env).returncode == 0
+
     missing = sorted({pkg for tool, pkg in REQUIRED_TOOLS.items() if shutil.which(tool) is None})
     if shutil.which("taskset") is None:
         missing.append("util-linux")
@@ -143,18 +156,13 @@ def ensure_tools(want_caddy: bool) -> bool:
         if os.geteuid() != 0:
             sys.exit(f"missing tools ({', '.join(missing)}) and not root: apt-get install -y {' '.join(missing)}")
         log(f"installing {' '.join(missing)}")
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update"], check=True, env=env)
-        subprocess.run(["apt-get", "install", "-y", "wrk", "nghttp2-client", "nginx", "curl", "openssl"] +
-                       (["util-linux"] if "util-linux" in missing else []), check=True, env=env)
+        apt_install(["wrk", "nghttp2-client", "nginx", "curl", "openssl"] + (["util-linux"] if "util-linux" in missing else []), check=True)
     if not want_caddy:
         return False
     if shutil.which("caddy") is None and os.geteuid() == 0:
         # Optional peer: Debian 12 packages Caddy 2.6; if it does not install cleanly we run without it.
         log("caddy missing; trying apt-get install -y caddy")
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        result = subprocess.run(["apt-get", "install", "-y", "caddy"], capture_output=True, text=True, env=env)
-        if result.returncode != 0:
+        if not apt_install(["caddy"], check=False):
             log("caddy did not install; continuing without it")
     return shutil.which("caddy") is not None
 
@@ -260,7 +268,7 @@ def start_server(server: Server, work: Path, files: Path, cert: Path, key: Path)
         if server.proc.poll() is not None:
             sys.exit(f"{server.name} exited at startup; see {server.log_path}:\n{server.log_path.read_text()[-2000:]}")
         try:
-            with urllib.request.urlopen(server.url("f1k.bin", tls=False), timeout=1) as r:
+            with LOCAL.open(server.url("f1k.bin", tls=False), timeout=1) as r:
                 r.read()
                 return
         except OSError:
@@ -272,7 +280,7 @@ def server_stats(server: Server) -> dict | None:
     if not server.is_dotnet:
         return None
     try:
-        with urllib.request.urlopen(server.url("_stats", tls=False), timeout=5) as r:
+        with LOCAL.open(server.url("_stats", tls=False), timeout=5) as r:
             return json.loads(r.read())
     except OSError as e:
         log(f"  {server.name}: /_stats failed ({e}); no allocation numbers for this run")
@@ -300,7 +308,7 @@ def verify(server: Server, hashes: dict[str, str], work: Path) -> list[str]:
     checks += ["mixed/m00.bin", "mixed/m10.bin", "mixed/m19.bin"]
     for rel in checks:
         for tls in (False, True):
-            argv = ["curl", "-sS", "-o", str(out), "-w", "%{http_code} %{http_version}", "--max-time", "60"]
+            argv = ["curl", "-sS", "--noproxy", "*", "-o", str(out), "-w", "%{http_code} %{http_version}", "--max-time", "60"]
             argv += ["--http2", "-k"] if tls else ["--http1.1"]
             result = run(argv + [server.url(rel, tls)], check=False)
             code, _, version = result.stdout.partition(" ")
@@ -313,7 +321,7 @@ def verify(server: Server, hashes: dict[str, str], work: Path) -> list[str]:
             if sha256_file(out) != hashes[rel]:
                 failures.append(f"{server.name} {rel} tls={tls}: sha256 mismatch")
     # One range request, since every configuration claims range support.
-    result = run(["curl", "-sS", "-o", str(out), "-w", "%{http_code}", "-r", "100-1123", server.url("f64k.bin", False)], check=False)
+    result = run(["curl", "-sS", "--noproxy", "*", "-o", str(out), "-w", "%{http_code}", "-r", "100-1123", server.url("f64k.bin", False)], check=False)
     expected = (Path(work / "files" / "f64k.bin").read_bytes())[100:1124]
     if result.stdout != "206" or out.read_bytes() != expected:
         failures.append(f"{server.name} range 100-1123: status {result.stdout}, bytes {'match' if out.read_bytes() == expected else 'differ'}")
