@@ -39,6 +39,6 @@ internal static class BenchConfig
             .AddExporter(MarkdownExporter.GitHub)
             .AddDiagnoser(MemoryDiagnoser.Default)
             .WithSummaryStyle(SummaryStyle.Default.WithRatioStyle(RatioStyle.Trend))
-            .WithOptions(ConfigOptions.JoinSummary | ConfigOptions.DisableLogFile);
+            .WithOptions(ConfigOptions.DisableLogFile);
     }
 }
