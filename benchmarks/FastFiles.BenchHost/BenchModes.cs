@@ -1,0 +1,52 @@
+using FastFiles.StaticFiles;
+using Microsoft.AspNetCore.StaticFiles;
+using Microsoft.Extensions.FileProviders;
+
+namespace FastFiles.BenchHost;
+
+/// <summary>One file-serving configuration under test: the services it needs and the middleware it adds.</summary>
+internal sealed record BenchMode(string Description, Action<IServiceCollection> ConfigureServices, Action<WebApplication, string> Configure);
+
+/// <summary>
+/// The configurations the harness can compare. Adding one is one entry here (e.g. <c>fastfiles-nocache</c> or
+/// <c>h2stage-on</c> once those options exist) plus its name in the harness' <c>--configs</c>.
+/// </summary>
+internal static class BenchModes
+{
+    // Files are served with the same content type by every server (nginx maps .bin the same way).
+    private const string DefaultContentType = "application/octet-stream";
+
+    public static IReadOnlyDictionary<string, BenchMode> All { get; } = new Dictionary<string, BenchMode>(StringComparer.Ordinal)
+    {
+        ["stock"] = new(
+            "UseStaticFiles (Kestrel's SendFileFallback copy)",
+            _ => { },
+            (app, root) => app.UseStaticFiles(StockOptions(root))),
+
+        ["sendfile"] = new(
+            "UseFastSendFile + UseStaticFiles",
+            services => services.AddFastFiles(),
+            (app, root) =>
+            {
+                app.UseFastSendFile();
+                app.UseStaticFiles(StockOptions(root));
+            }),
+
+        ["fastfiles"] = new(
+            "UseFastFiles",
+            services => services.AddFastFiles(),
+            (app, root) => app.UseFastFiles(new FastStaticFileOptions
+            {
+                FileProvider = new PhysicalFileProvider(root),
+                ServeUnknownFileTypes = true,
+                DefaultContentType = DefaultContentType,
+            })),
+    };
+
+    private static StaticFileOptions StockOptions(string root) => new()
+    {
+        FileProvider = new PhysicalFileProvider(root),
+        ServeUnknownFileTypes = true,
+        DefaultContentType = DefaultContentType,
+    };
+}

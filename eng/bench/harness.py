@@ -1,0 +1,686 @@
+#!/usr/bin/env python3
+"""End-to-end load harness for FastFiles: BenchHost modes vs nginx (and Caddy) on loopback.
+
+Server pinned to CPU 0, load generator to CPU 1; configurations interleaved A B C A B C per round; medians.
+Python 3.11 standard library only, so it runs on a fresh Debian 12 machine with the .NET SDK.
+See benchmarks/README.md for usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+HOST_PROJECT = REPO / "benchmarks" / "FastFiles.BenchHost" / "FastFiles.BenchHost.csproj"
+HOST_DLL = REPO / "benchmarks" / "FastFiles.BenchHost" / "bin" / "Release" / "net10.0" / "FastFiles.BenchHost.dll"
+
+TLS13_SUITE = "TLS_AES_128_GCM_SHA256"
+SERVER_CPU = "0"
+CLIENT_CPU = "1"
+
+# .NET configurations are BenchHost --mode names; adding a mode there and its name here is all it takes.
+DOTNET_MODES = ["stock", "sendfile", "fastfiles"]
+PEERS = ["nginx", "caddy"]
+REQUIRED_TOOLS = {"wrk": "wrk", "h2load": "nghttp2-client", "nginx": "nginx", "curl": "curl", "openssl": "openssl"}
+
+KIB = 1024
+MIB = 1024 * 1024
+SINGLE_FILES = {"f1k.bin": KIB, "f4k.bin": 4 * KIB, "f64k.bin": 64 * KIB, "f1m.bin": MIB, "f100m.bin": 100 * MIB}
+# 20 files spread evenly over 1..85 KiB: a page's worth of scripts, styles and images.
+MIXED_FILES = {f"mixed/m{i:02d}.bin": round((1 + i * 84 / 19) * KIB) for i in range(20)}
+
+
+@dataclass
+class Workload:
+    name: str
+    group: str  # "http1" or "h2"
+    title: str
+    tool: str  # "wrk" or "h2load"
+    path: str | None = None  # a single file, or None for the mixed set
+    connections: int = 1
+    streams: int = 1
+    # Throughput ratios use req/s for small bodies and MB/s where few requests complete (100 MiB).
+    ratio_metric: str = "rps"
+
+
+WORKLOADS = [
+    Workload("h1-1k", "http1", "HTTP/1.1 keep-alive, 1 KiB", "wrk", "f1k.bin", connections=32),
+    Workload("h1-4k", "http1", "HTTP/1.1 keep-alive, 4 KiB", "wrk", "f4k.bin", connections=32),
+    Workload("h1-64k", "http1", "HTTP/1.1 keep-alive, 64 KiB", "wrk", "f64k.bin", connections=32),
+    Workload("h1-1m", "http1", "HTTP/1.1 keep-alive, 1 MiB", "wrk", "f1m.bin", connections=16),
+    Workload("h1-100m", "http1", "HTTP/1.1 keep-alive, 100 MiB", "wrk", "f100m.bin", connections=4, ratio_metric="mbps"),
+    Workload("h2-1x70-1k", "h2", "HTTP/2 TLS, 1 conn x 70 streams, 1 KiB", "h2load", "f1k.bin", 1, 70),
+    Workload("h2-1x70-64k", "h2", "HTTP/2 TLS, 1 conn x 70 streams, 64 KiB", "h2load", "f64k.bin", 1, 70),
+    Workload("h2-1x1-1k", "h2", "HTTP/2 TLS, 1 conn x 1 stream, 1 KiB", "h2load", "f1k.bin", 1, 1),
+    Workload("h2-1x1-64k", "h2", "HTTP/2 TLS, 1 conn x 1 stream, 64 KiB", "h2load", "f64k.bin", 1, 1),
+    Workload("h2-16x100-mixed", "h2", "HTTP/2 TLS, 16 conns x 100 streams, 20 files of 1-85 KiB", "h2load", None, 16, 100),
+]
+
+WRK_SCRIPT = """
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('WRKJSON {"requests":%d,"bytes":%d,"duration_us":%d,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,"p50_us":%d,"p99_us":%d}\\n',
+    summary.requests, summary.bytes, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# ---------------------------------------------------------------- processes
+
+
+class Children:
+    """Servers this harness started; each is stopped by its own process group id, never by name."""
+
+    def __init__(self) -> None:
+        self._procs: list[subprocess.Popen] = []
+
+    def start(self, argv: list[str], log_path: Path, env: dict | None = None) -> subprocess.Popen:
+        out = open(log_path, "wb")
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self._procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self._procs:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.time() + 10
+        for proc in self._procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        self._procs.clear()
+
+
+CHILDREN = Children()
+
+# Everything is on loopback: never let an http_proxy/https_proxy from the environment route these requests.
+LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def run(argv: list[str], timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=check)
+
+
+# ---------------------------------------------------------------- setup
+
+
+def ensure_tools(want_caddy: bool) -> bool:
+    """Installs the Debian packages that are missing; returns whether Caddy is usable."""
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    updated = False
+
+    def apt_install(packages: list[str], check: bool) -> bool:
+        nonlocal updated
+        if not updated:
+            subprocess.run(["apt-get", "update"], check=check, env=env)
+            updated = True
+        return subprocess.run(["apt-get", "install", "-y"] + packages, check=check, env=env).returncode == 0
+
+    missing = sorted({pkg for tool, pkg in REQUIRED_TOOLS.items() if shutil.which(tool) is None})
+    if shutil.which("taskset") is None:
+        missing.append("util-linux")
+    if missing:
+        if os.geteuid() != 0:
+            sys.exit(f"missing tools ({', '.join(missing)}) and not root: apt-get install -y {' '.join(missing)}")
+        log(f"installing {' '.join(missing)}")
+        apt_install(["wrk", "nghttp2-client", "nginx", "curl", "openssl"] + (["util-linux"] if "util-linux" in missing else []), check=True)
+    if not want_caddy:
+        return False
+    if shutil.which("caddy") is None and os.geteuid() == 0:
+        # Optional peer: Debian 12 packages Caddy 2.6; if it does not install cleanly we run without it.
+        log("caddy missing; trying apt-get install -y caddy")
+        if not apt_install(["caddy"], check=False):
+            log("caddy did not install; continuing without it")
+    return shutil.which("caddy") is not None
+
+
+def build_host(skip: bool) -> None:
+    if skip and HOST_DLL.exists():
+        return
+    log("building FastFiles.BenchHost (Release)")
+    subprocess.run(["dotnet", "build", str(HOST_PROJECT), "-c", "Release", "-nologo", "-v", "q", "-clp:ErrorsOnly"], check=True)
+
+
+def make_files(root: Path, include_huge: bool) -> dict[str, str]:
+    """Random (incompressible) files; returns relative path -> sha256."""
+    hashes = {}
+    files = dict(SINGLE_FILES, **MIXED_FILES)
+    if not include_huge:
+        files.pop("f100m.bin")
+    for rel, size in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        with open(path, "wb") as f:
+            left = size
+            while left:
+                chunk = os.urandom(min(left, 4 * MIB))
+                f.write(chunk)
+                digest.update(chunk)
+                left -= len(chunk)
+        hashes[rel] = digest.hexdigest()
+    return hashes
+
+
+def make_certificate(work: Path) -> tuple[Path, Path]:
+    cert, key = work / "cert.pem", work / "key.pem"
+    run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(key), "-out", str(cert), "-days", "30", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+    return cert, key
+
+
+# ---------------------------------------------------------------- servers
+
+
+@dataclass
+class Server:
+    name: str
+    http_port: int
+    https_port: int
+    is_dotnet: bool
+    proc: subprocess.Popen | None = None
+    log_path: Path | None = None
+
+    def url(self, path: str, tls: bool) -> str:
+        return f"https://127.0.0.1:{self.https_port}/{path}" if tls else f"http://127.0.0.1:{self.http_port}/{path}"
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as s:
+        # Servers bind with SO_REUSEADDR too, so TIME_WAIT leftovers of a previous run do not count as in use.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def start_server(server: Server, work: Path, files: Path, cert: Path, key: Path) -> None:
+    for port in (server.http_port, server.https_port):
+        if not port_free(port):
+            sys.exit(f"port {port} on 127.0.0.1 is in use; pass --base-port")
+    server.log_path = work / f"{server.name}.log"
+    pin = ["taskset", "-c", SERVER_CPU]
+    if server.is_dotnet:
+        env = dict(os.environ, DOTNET_CLI_TELEMETRY_OPTOUT="1", DOTNET_NOLOGO="1")
+        argv = pin + ["dotnet", str(HOST_DLL), "--mode", server.name, "--root", str(files),
+                      "--http-port", str(server.http_port), "--https-port", str(server.https_port),
+                      "--cert", str(cert), "--key", str(key)]
+        server.proc = CHILDREN.start(argv, server.log_path, env)
+    elif server.name == "nginx":
+        prefix = work / "nginx"
+        for sub in ("logs", "tmp"):
+            (prefix / sub).mkdir(parents=True, exist_ok=True)
+        template = (HERE / "nginx.conf.in").read_text()
+        conf = template.format(prefix=prefix, files=files, cert=cert, key=key,
+                               http_port=server.http_port, https_port=server.https_port)
+        (prefix / "nginx.conf").write_text(conf)
+        server.proc = CHILDREN.start(pin + ["nginx", "-p", str(prefix), "-c", str(prefix / "nginx.conf")], server.log_path)
+    elif server.name == "caddy":
+        prefix = work / "caddy"
+        prefix.mkdir(parents=True, exist_ok=True)
+        template = (HERE / "Caddyfile.in").read_text()
+        (prefix / "Caddyfile").write_text(template.format(files=files, cert=cert, key=key,
+                                                          http_port=server.http_port, https_port=server.https_port))
+        env = dict(os.environ, HOME=str(prefix), XDG_DATA_HOME=str(prefix / "data"), XDG_CONFIG_HOME=str(prefix / "config"))
+        server.proc = CHILDREN.start(pin + ["caddy", "run", "--config", str(prefix / "Caddyfile"), "--adapter", "caddyfile"],
+                                     server.log_path, env)
+    else:
+        sys.exit(f"unknown configuration {server.name}")
+
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if server.proc.poll() is not None:
+            sys.exit(f"{server.name} exited at startup; see {server.log_path}:\n{server.log_path.read_text()[-2000:]}")
+        try:
+            with LOCAL.open(server.url("f1k.bin", tls=False), timeout=1) as r:
+                r.read()
+                return
+        except OSError:
+            time.sleep(0.2)
+    sys.exit(f"{server.name} did not answer within 60 s; see {server.log_path}")
+
+
+def server_stats(server: Server) -> dict | None:
+    if not server.is_dotnet:
+        return None
+    try:
+        with LOCAL.open(server.url("_stats", tls=False), timeout=5) as r:
+            return json.loads(r.read())
+    except OSError as e:
+        log(f"  {server.name}: /_stats failed ({e}); no allocation numbers for this run")
+        return None
+
+
+def reset_peak_rss(server: Server) -> None:
+    # Linux resets a process' peak RSS (VmHWM) when "5" is written to clear_refs; then each run reports its own peak.
+    if server.proc is None:
+        return
+    try:
+        Path(f"/proc/{server.proc.pid}/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------- correctness
+
+
+def verify(server: Server, hashes: dict[str, str], work: Path) -> list[str]:
+    """Fetches files over HTTP/1.1 and over h2 with TLS and compares their sha256; returns the failures."""
+    failures = []
+    out = work / "verify.tmp"
+    checks = [p for p in ("f1k.bin", "f4k.bin", "f64k.bin", "f1m.bin", "f100m.bin") if p in hashes]
+    checks += ["mixed/m00.bin", "mixed/m10.bin", "mixed/m19.bin"]
+    for rel in checks:
+        for tls in (False, True):
+            argv = ["curl", "-sS", "--noproxy", "*", "-o", str(out), "-w", "%{http_code} %{http_version}", "--max-time", "60"]
+            argv += ["--http2", "-k"] if tls else ["--http1.1"]
+            result = run(argv + [server.url(rel, tls)], check=False)
+            code, _, version = result.stdout.partition(" ")
+            want_version = "2" if tls else "1.1"
+            if result.returncode != 0 or code != "200":
+                failures.append(f"{server.name} {rel} tls={tls}: curl rc={result.returncode} status={code} {result.stderr.strip()}")
+                continue
+            if version != want_version:
+                failures.append(f"{server.name} {rel} tls={tls}: HTTP/{version}, expected HTTP/{want_version}")
+            if sha256_file(out) != hashes[rel]:
+                failures.append(f"{server.name} {rel} tls={tls}: sha256 mismatch")
+    # One range request, since every configuration claims range support.
+    result = run(["curl", "-sS", "--noproxy", "*", "-o", str(out), "-w", "%{http_code}", "-r", "100-1123", server.url("f64k.bin", False)], check=False)
+    expected = (Path(work / "files" / "f64k.bin").read_bytes())[100:1124]
+    if result.stdout != "206" or out.read_bytes() != expected:
+        failures.append(f"{server.name} range 100-1123: status {result.stdout}, bytes {'match' if out.read_bytes() == expected else 'differ'}")
+    return failures
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1024 * 1024), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# ---------------------------------------------------------------- load
+
+
+def load_command(workload: Workload, server: Server, duration: int, work: Path) -> list[str]:
+    pin = ["taskset", "-c", CLIENT_CPU]
+    if workload.tool == "wrk":
+        script = work / "report.lua"
+        if not script.exists():
+            script.write_text(WRK_SCRIPT)
+        return pin + ["wrk", "-t1", f"-c{workload.connections}", f"-d{duration}s", "--timeout", "10s",
+                      "-s", str(script), server.url(workload.path, tls=False)]
+    # One TLS 1.3 suite for every server: left to negotiate, nginx and Caddy follow h2load's preference (AES-128)
+    # while Kestrel prefers its own (AES-256), and the comparison would partly be about the cipher.
+    # The h2load warm-up lets all connections finish their handshakes before the measured window opens.
+    argv = pin + ["h2load", "-t1", f"-c{workload.connections}", f"-m{workload.streams}", "-D", str(duration),
+                  "--warm-up-time=1", f"--tls13-ciphers={TLS13_SUITE}"]
+    if workload.path is None:
+        uris = work / "mixed-uris.txt"
+        uris.write_text("".join(server.url(rel, tls=True) + "\n" for rel in MIXED_FILES))
+        return argv + ["-i", str(uris)]
+    return argv + [server.url(workload.path, tls=True)]
+
+
+def parse_wrk(text: str) -> dict:
+    m = re.search(r"WRKJSON (\{.*\})", text)
+    if not m:
+        raise ValueError("no wrk summary")
+    s = json.loads(m.group(1))
+    seconds = s["duration_us"] / 1e6
+    errors = s["connect"] + s["read"] + s["write"] + s["status"] + s["timeout"]
+    return {"requests": s["requests"], "rps": s["requests"] / seconds, "mbps": s["bytes"] / seconds / 1e6,
+            "errors": errors, "p50_ms": s["p50_us"] / 1000, "p99_ms": s["p99_us"] / 1000}
+
+
+def parse_h2load(text: str) -> dict:
+    finished = re.search(r"finished in ([\d.]+)(m?s), ([\d.]+) req/s", text)
+    reqs = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout", text)
+    traffic = re.search(r"traffic: \S+ \((\d+)\) total", text)
+    if not (finished and reqs and traffic):
+        raise ValueError("no h2load summary")
+    seconds = float(finished.group(1)) / (1000 if finished.group(2) == "ms" else 1)
+    succeeded = int(reqs.group(4))
+    cipher = re.search(r"Cipher: (\S+)", text)
+    proto = re.search(r"Application protocol: (\S+)", text)
+    return {"requests": succeeded, "rps": succeeded / seconds, "mbps": int(traffic.group(1)) / seconds / 1e6,
+            "errors": int(reqs.group(5)) + int(reqs.group(6)) + int(reqs.group(7)),
+            "cipher": cipher.group(1) if cipher else None, "protocol": proto.group(1) if proto else None}
+
+
+def measure(workload: Workload, server: Server, duration: int, work: Path, raw: Path, tag: str) -> dict:
+    reset_peak_rss(server)
+    before = server_stats(server)
+    argv = load_command(workload, server, duration, work)
+    result = run(argv, timeout=duration + 60, check=False)
+    after = server_stats(server)
+    (raw / f"{tag}.txt").write_text(shlex.join(argv) + "\n\n" + result.stdout + result.stderr)
+    try:
+        row = parse_wrk(result.stdout) if workload.tool == "wrk" else parse_h2load(result.stdout)
+    except ValueError:
+        log(f"  {server.name}: could not parse {workload.tool} output (rc={result.returncode}); see {raw / (tag + '.txt')}")
+        row = {"requests": 0, "rps": 0.0, "mbps": 0.0, "errors": 1, "unparsed": True}
+    if before and after:
+        served = after["requests"] - before["requests"]
+        row["served"] = served
+        row["alloc_per_req"] = (after["allocatedBytes"] - before["allocatedBytes"]) / served if served else None
+        row["peak_ws"] = after["peakWorkingSet"]
+        row["gc"] = [after[f"gen{i}"] - before[f"gen{i}"] for i in range(3)]
+    return row
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def median(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def fmt_bytes(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= MIB:
+        return f"{value / MIB:,.1f} MiB"
+    if value >= 10 * KIB:
+        return f"{value / KIB:,.1f} KiB"
+    return f"{value:,.0f} B"
+
+
+def summarize(results: dict, workloads: list[Workload], configs: list[str]) -> dict:
+    """Medians per (workload, configuration) and ratios computed within this run."""
+    summary = {}
+    for w in workloads:
+        rows = {}
+        for c in configs:
+            runs = results.get(w.name, {}).get(c, [])
+            rows[c] = {
+                "rps": median([r["rps"] for r in runs]),
+                "mbps": median([r["mbps"] for r in runs]),
+                "alloc_per_req": median([r.get("alloc_per_req") for r in runs]),
+                "peak_ws": median([r.get("peak_ws") for r in runs]),
+                "errors": sum(r["errors"] for r in runs),
+                "rounds": len(runs),
+            }
+        for c in configs:
+            metric = rows[c][w.ratio_metric]
+            for ref in ("stock", "nginx"):
+                base = rows.get(ref, {}).get(w.ratio_metric)
+                rows[c][f"x_{ref}"] = metric / base if metric and base else None
+        summary[w.name] = rows
+    return summary
+
+
+def write_tables(out: Path, summary: dict, workloads: list[Workload], configs: list[str], header: str) -> None:
+    dotnet = [c for c in configs if c not in PEERS]
+    groups = {"http1": ("HTTP/1.1 keep-alive (wrk)", "http1.md"), "h2": ("HTTP/2 over TLS (h2load)", "h2.md")}
+    for group, (title, filename) in groups.items():
+        lines = [f"# {title}", "", header, ""]
+        for w in [w for w in workloads if w.group == group]:
+            metric = "req/s" if w.ratio_metric == "rps" else "MB/s"
+            lines += [f"## {w.title}", "", f"Ratios compare median {metric}.", "",
+                      "| Configuration | req/s | MB/s | x stock | x nginx | alloc/req | peak working set | errors |",
+                      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+            for c in configs:
+                r = summary[w.name][c]
+                lines.append(f"| {c} | {fmt(r['rps'])} | {fmt(r['mbps'], 1)} | {fmt(r['x_stock'], 2)} | {fmt(r['x_nginx'], 2)} | "
+                             f"{fmt_bytes(r['alloc_per_req'])} | {fmt_bytes(r['peak_ws'])} | {r['errors']} |")
+            lines.append("")
+        (out / filename).write_text("\n".join(lines))
+
+    lines = ["# Allocations and memory (.NET configurations)", "", header, "",
+             "Bytes allocated per request = delta of `GC.GetTotalAllocatedBytes(true)` over a run / requests counted by",
+             "BenchHost (the `/_stats` calls themselves are not counted). Peak working set is the server's VmHWM during",
+             "the run (reset before each run). Medians over rounds.", "",
+             "| Workload | " + " | ".join(f"{c} alloc/req" for c in dotnet) + " | " + " | ".join(f"{c} peak WS" for c in dotnet) + " |",
+             "| --- | " + " | ".join("---:" for _ in dotnet * 2) + " |"]
+    for w in workloads:
+        rows = summary[w.name]
+        lines.append(f"| {w.title} | " + " | ".join(fmt_bytes(rows[c]["alloc_per_req"]) for c in dotnet) + " | "
+                     + " | ".join(fmt_bytes(rows[c]["peak_ws"]) for c in dotnet) + " |")
+    (out / "memory.md").write_text("\n".join(lines) + "\n")
+
+
+def write_chart(out: Path, summary: dict, workloads: list[Workload], configs: list[str], title: str) -> None:
+    """A grouped horizontal bar chart of throughput relative to stock, drawn as plain SVG."""
+    palette = ["#8c8c8c", "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2"]
+    colors = {c: palette[i % len(palette)] for i, c in enumerate(configs)}
+    bar_h, gap, label_w, plot_w, top = 12, 14, 300, 520, 60
+    values = [summary[w.name][c]["x_stock"] or 0 for w in workloads for c in configs]
+    vmax = max([1.0] + values) * 1.1
+    group_h = bar_h * len(configs) + gap
+    height = top + group_h * len(workloads) + 40
+    width = label_w + plot_w + 90
+    scale = plot_w / vmax
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="10" y="20" font-size="14" font-weight="bold">{escape(title)}</text>',
+           '<text x="10" y="38">Median throughput relative to stock ASP.NET Core (UseStaticFiles) = 1.0; longer is faster.</text>']
+    x1 = label_w + scale
+    svg.append(f'<line x1="{x1:.1f}" y1="{top - 6}" x2="{x1:.1f}" y2="{height - 34}" stroke="#444" stroke-dasharray="3,3"/>')
+    for i, w in enumerate(workloads):
+        y0 = top + i * group_h
+        svg.append(f'<text x="{label_w - 8}" y="{y0 + group_h / 2 - 2:.1f}" text-anchor="end">{escape(w.title)}</text>')
+        for j, c in enumerate(configs):
+            v = summary[w.name][c]["x_stock"]
+            y = y0 + j * bar_h
+            length = (v or 0) * scale
+            svg.append(f'<rect x="{label_w}" y="{y}" width="{length:.1f}" height="{bar_h - 2}" fill="{colors[c]}"/>')
+            svg.append(f'<text x="{label_w + length + 4:.1f}" y="{y + bar_h - 3}">{"-" if v is None else f"{v:.2f}"}</text>')
+    lx = 10
+    for c in configs:
+        svg.append(f'<rect x="{lx}" y="{height - 24}" width="10" height="10" fill="{colors[c]}"/>')
+        svg.append(f'<text x="{lx + 14}" y="{height - 15}">{escape(c)}</text>')
+        lx += 20 + 7 * len(c) + 10
+    svg.append("</svg>")
+    (out / "throughput.svg").write_text("\n".join(svg) + "\n")
+
+
+def escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def first_line(argv: list[str]) -> str:
+    try:
+        result = run(argv, check=False, timeout=30)
+        return (result.stdout + result.stderr).strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "unavailable"
+
+
+def write_machine(out: Path, configs: list[str], args: argparse.Namespace, ciphers: set) -> None:
+    cpu = "unknown"
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    os_name = "unknown"
+    try:
+        os_name = next(line.split("=", 1)[1].strip('"') for line in Path("/etc/os-release").read_text().splitlines() if line.startswith("PRETTY_NAME"))
+    except (OSError, StopIteration):
+        pass
+    runtimes = run(["dotnet", "--list-runtimes"], check=False).stdout.strip().splitlines()
+    commit = run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], check=False).stdout.strip()
+    dirty = run(["git", "-C", str(REPO), "status", "--porcelain", "--", "src", "benchmarks", "eng"], check=False).stdout.strip()
+    lines = [
+        "# Machine", "",
+        f"- Date (UTC): {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M')}",
+        f"- CPU: {cpu}; logical CPUs: {os.cpu_count()}",
+        f"- OS: {os_name}; kernel {platform.release()}",
+        f"- .NET SDK: {first_line(['dotnet', '--version'])}",
+        f"- ASP.NET Core runtime: {', '.join(r for r in runtimes if r.startswith('Microsoft.AspNetCore.App')) or 'unknown'}",
+        f"- nginx: {first_line(['nginx', '-v'])}",
+        f"- Caddy: {first_line(['caddy', 'version']) if 'caddy' in configs else 'not run'}",
+        f"- wrk: {first_line(['wrk', '-v'])}",
+        f"- h2load: {first_line(['h2load', '--version'])}",
+        f"- OpenSSL: {first_line(['openssl', 'version'])}",
+        f"- TLS cipher(s) negotiated by h2load: {', '.join(sorted(c for c in ciphers if c)) or 'n/a'}",
+        f"- FastFiles commit: {commit}{' (with uncommitted changes)' if dirty else ''}",
+        f"- Server CPU {SERVER_CPU}, load generator CPU {CLIENT_CPU} (taskset); everything on 127.0.0.1",
+        f"- Configurations: {', '.join(configs)}; rounds: {args.rounds}; {args.duration} s per run; warm-up {args.warmup} s",
+        "- BenchHost: Release build, Production environment, logging providers cleared, Kestrel defaults (server GC).",
+    ]
+    (out / "machine.md").write_text("\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------- main
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true", help="CI mode: verify bytes from every configuration, then one short round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=int, default=10, help="seconds per load run")
+    parser.add_argument("--warmup", type=int, default=3, help="seconds of unrecorded load per configuration and workload before round 1")
+    parser.add_argument("--configs", default=",".join(DOTNET_MODES + PEERS), help="comma-separated: BenchHost modes, nginx, caddy")
+    parser.add_argument("--workloads", default="all", help="comma-separated workload names (see --list) or 'all'")
+    parser.add_argument("--out", help="results folder (default benchmarks/results/run-<UTC time>; smoke: a temp folder)")
+    parser.add_argument("--base-port", type=int, default=18100)
+    parser.add_argument("--no-build", action="store_true", help="reuse an existing Release build of BenchHost")
+    parser.add_argument("--keep", action="store_true", help="keep the temp work folder (files, configs, logs)")
+    parser.add_argument("--list", action="store_true", help="list workloads and exit")
+    args = parser.parse_args()
+
+    if args.list:
+        for w in WORKLOADS:
+            print(f"{w.name:18} {w.title}")
+        return 0
+    if args.smoke:
+        args.rounds, args.duration, args.warmup = 1, min(args.duration, 1), 0
+
+    configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    unknown = [c for c in configs if c not in DOTNET_MODES + PEERS]
+    if unknown:
+        # Modes BenchHost knows but this list does not (new experiments) are still allowed: BenchHost validates them.
+        log(f"treating {', '.join(unknown)} as BenchHost modes")
+    workloads = WORKLOADS if args.workloads == "all" else [w for w in WORKLOADS if w.name in args.workloads.split(",")]
+    if not workloads:
+        sys.exit("no workloads selected; see --list")
+    if (os.cpu_count() or 1) < 2:
+        sys.exit("needs at least 2 CPUs (server on CPU 0, load on CPU 1)")
+
+    has_caddy = ensure_tools("caddy" in configs)
+    if "caddy" in configs and not has_caddy:
+        configs.remove("caddy")
+        log("caddy unavailable: running without it")
+    build_host(args.no_build)
+
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    if args.out:
+        out = Path(args.out).resolve()
+    elif args.smoke:
+        out = Path(tempfile.mkdtemp(prefix="fastfiles-smoke-results-"))
+    else:
+        out = REPO / "benchmarks" / "results" / f"run-{stamp}"
+    out.mkdir(parents=True, exist_ok=True)
+    raw = REPO / "benchmarks" / "results" / "raw" / stamp if not args.smoke else out / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+
+    work = Path(tempfile.mkdtemp(prefix="fastfiles-bench-"))
+    # nginx workers drop root for www-data/nobody, so the files (not the key) must be readable by others.
+    work.chmod(0o755)
+    atexit.register(CHILDREN.stop_all)
+    if not args.keep:
+        atexit.register(lambda: shutil.rmtree(work, ignore_errors=True))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    files = work / "files"
+    needs_huge = any(w.path == "f100m.bin" for w in workloads)
+    log(f"writing test files to {files}")
+    hashes = make_files(files, include_huge=needs_huge)
+    cert, key = make_certificate(work)
+
+    servers = [Server(c, args.base_port + 2 * i, args.base_port + 2 * i + 1, c not in PEERS) for i, c in enumerate(configs)]
+    for s in servers:
+        log(f"starting {s.name} (http :{s.http_port}, https :{s.https_port})")
+        start_server(s, work, files, cert, key)
+
+    failures = []
+    for s in servers:
+        failures += verify(s, hashes, work)
+    for f in failures:
+        log(f"MISMATCH {f}")
+    if failures:
+        log(f"{len(failures)} correctness failure(s); not measuring")
+        return 1
+    log(f"bytes verified for {', '.join(configs)} over HTTP/1.1 and h2 (TLS)")
+
+    if args.warmup > 0:
+        log(f"warm-up: {args.warmup} s per configuration and workload")
+        for w in workloads:
+            for s in servers:
+                run(load_command(w, s, args.warmup, work), timeout=args.warmup + 60, check=False)
+
+    results: dict = {}
+    ciphers: set = set()
+    for rnd in range(1, args.rounds + 1):
+        for w in workloads:
+            for s in servers:  # A B C, then A B C again next round
+                row = measure(w, s, args.duration, work, raw, f"r{rnd}-{w.name}-{s.name}")
+                ciphers.add(row.get("cipher"))
+                results.setdefault(w.name, {}).setdefault(s.name, []).append(row)
+                log(f"round {rnd} {w.name:16} {s.name:10} {row['rps']:>10,.0f} req/s {row['mbps']:>9,.1f} MB/s"
+                    + (f"  {row['alloc_per_req']:,.0f} B/req" if row.get("alloc_per_req") else "")
+                    + (f"  errors {row['errors']}" if row["errors"] else ""))
+        for s in servers:
+            if s.proc and s.proc.poll() is not None:
+                log(f"{s.name} died; see {s.log_path}")
+                return 1
+
+    summary = summarize(results, workloads, configs)
+    command = "eng/bench.sh " + shlex.join(sys.argv[1:])
+    header = (f"Produced by `{command}` ({args.rounds} round(s), {args.duration} s per run, medians; "
+              f"machine: see machine.md).{' SMOKE RUN: checks correctness, numbers are not meaningful.' if args.smoke else ''}")
+    write_tables(out, summary, workloads, configs, header)
+    write_chart(out, summary, workloads, configs, f"FastFiles end-to-end ({args.rounds} x {args.duration} s, {stamp})")
+    write_machine(out, configs, args, ciphers)
+    (out / "runs.json").write_text(json.dumps({"command": command, "configs": configs, "results": results, "summary": summary}, indent=1))
+    log(f"results in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
