@@ -17,16 +17,16 @@ public sealed class FastFilesOptions
     /// Values are clamped to <see cref="MinBufferSize"/>..<see cref="MaxBufferSize"/>.
     /// </summary>
     /// <remarks>
-    /// Defaults to 64 KiB. Requests up to Kestrel's 4 KiB memory-pool block size stay on Kestrel's pinned pool;
-    /// larger ones are served from the shared array pool. See <c>benchmarks/results/</c> for the measurement
-    /// behind the default.
+    /// Defaults to 64 KiB. On HTTP/2 and HTTP/3 reads are capped at Kestrel's 4 KiB block size, so they land in
+    /// Kestrel's pinned blocks: larger pipe buffers come from the shared array pool, which many concurrent streams
+    /// exhaust. Reads are batched 64 KiB per flush. See <c>benchmarks/results/</c> for the measurements.
     /// </remarks>
     public int BufferSize { get; set; } = 64 * 1024;
 
     /// <summary>
     /// Bodies of at most this many bytes are read synchronously on the request thread with
     /// <see cref="RandomAccess.Read(Microsoft.Win32.SafeHandles.SafeFileHandle, Span{byte}, long)"/>; larger ones
-    /// are read asynchronously so a slow disk cannot stall the thread pool.
+    /// are read on the thread pool, 64 KiB per hop, so a slow disk cannot stall request threads.
     /// </summary>
     /// <remarks>Defaults to 256 KiB. 0 makes every read asynchronous.</remarks>
     public long SynchronousReadThreshold { get; set; } = 256 * 1024;

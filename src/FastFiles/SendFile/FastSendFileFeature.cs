@@ -71,7 +71,7 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature
             // Start the response first so the headers and the first body bytes leave in one write.
             await _inner.StartAsync(aborted);
             status = await FileBodyWriter.WriteAsync(
-                _inner.Writer, file, offset, toSend, _options.EffectiveBufferSize, _options.SynchronousReadThreshold, aborted);
+                _inner.Writer, file, offset, toSend, ReadSizePolicy.For(_options, ((IHttpRequestFeature)_inner).Protocol), _options.SynchronousReadThreshold, aborted);
         }
         catch (OperationCanceledException) when (aborted.IsCancellationRequested)
         {

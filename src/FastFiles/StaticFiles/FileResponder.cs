@@ -159,11 +159,11 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             else if ((owned ?? file.Handle) is { } handle)
             {
                 // The response ends when we return, so Kestrel's own final flush sends the tail.
-                result = await FileBodyWriter.WriteAsync(response.BodyWriter, handle, start, count, options.EffectiveBufferSize, options.SynchronousReadThreshold, aborted, flushAtEnd: false);
+                result = await FileBodyWriter.WriteAsync(response.BodyWriter, handle, start, count, ReadSizePolicy.For(options, request.Protocol), options.SynchronousReadThreshold, aborted, flushAtEnd: false);
             }
             else
             {
-                result = await StreamBodyWriter.WriteAsync(response.BodyWriter, file.FileInfo!, start, count, options.EffectiveBufferSize, aborted);
+                result = await StreamBodyWriter.WriteAsync(response.BodyWriter, file.FileInfo!, start, count, ReadSizePolicy.For(options, request.Protocol), aborted);
             }
         }
         catch (OperationCanceledException) when (aborted.IsCancellationRequested)
