@@ -9,6 +9,7 @@ See benchmarks/README.md for usage.
 from __future__ import annotations
 
 import argparse
+import email.utils
 import atexit
 import datetime as dt
 import hashlib
@@ -61,10 +62,31 @@ class Workload:
     streams: int = 1
     # Throughput ratios use req/s for small bodies and MB/s where few requests complete (100 MiB).
     ratio_metric: str = "rps"
+    # Request headers a browser sends for a stylesheet; "revalidate" adds If-Modified-Since (now), so every
+    # server answers 304 without needing its own ETag.
+    browser: bool = False
+    revalidate: bool = False
+
+
+BROWSER_HEADERS = [
+    "Accept: text/css,*/*;q=0.1",
+    "Accept-Encoding: gzip, deflate, br, zstd",
+    "Accept-Language: en-US,en;q=0.9",
+    "User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0 Safari/537.36",
+    "Cookie: session=3f2a9c1b7d; theme=dark",
+    "Sec-Fetch-Dest: style",
+    "Sec-Fetch-Mode: no-cors",
+    "Sec-Fetch-Site: same-origin",
+    'Sec-CH-UA: "Chromium";v="130", "Not?A_Brand";v="99"',
+    "Sec-CH-UA-Mobile: ?0",
+    'Sec-CH-UA-Platform: "Linux"',
+]
 
 
 WORKLOADS = [
     Workload("h1-1k", "http1", "HTTP/1.1 keep-alive, 1 KiB", "wrk", "f1k.bin", connections=32),
+    Workload("h1-1k-browser", "http1", "HTTP/1.1 keep-alive, 1 KiB, browser headers", "wrk", "f1k.bin", connections=32, browser=True),
+    Workload("h1-1k-revalidate", "http1", "HTTP/1.1 keep-alive, 1 KiB, browser revalidation (304)", "wrk", "f1k.bin", connections=32, browser=True, revalidate=True),
     Workload("h1-4k", "http1", "HTTP/1.1 keep-alive, 4 KiB", "wrk", "f4k.bin", connections=32),
     Workload("h1-64k", "http1", "HTTP/1.1 keep-alive, 64 KiB", "wrk", "f64k.bin", connections=32),
     Workload("h1-1m", "http1", "HTTP/1.1 keep-alive, 1 MiB", "wrk", "f1m.bin", connections=16),
@@ -345,8 +367,14 @@ def load_command(workload: Workload, server: Server, duration: int, work: Path) 
         script = work / "report.lua"
         if not script.exists():
             script.write_text(WRK_SCRIPT)
+        headers: list[str] = []
+        if workload.browser:
+            for header in BROWSER_HEADERS:
+                headers += ["-H", header]
+        if workload.revalidate:
+            headers += ["-H", "If-Modified-Since: " + email.utils.formatdate(time.time(), usegmt=True)]
         return pin + ["wrk", "-t1", f"-c{workload.connections}", f"-d{duration}s", "--timeout", "10s",
-                      "-s", str(script), server.url(workload.path, tls=False)]
+                      "-s", str(script)] + headers + [server.url(workload.path, tls=False)]
     # One TLS 1.3 suite for every server: left to negotiate, nginx and Caddy follow h2load's preference (AES-128)
     # while Kestrel prefers its own (AES-256), and the comparison would partly be about the cipher.
     # The h2load warm-up lets all connections finish their handshakes before the measured window opens.
