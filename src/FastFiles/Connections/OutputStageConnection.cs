@@ -1,0 +1,201 @@
+using System.Buffers;
+using System.Diagnostics;
+using System.IO.Pipelines;
+using Microsoft.Extensions.Logging;
+
+namespace FastFiles.Connections;
+
+/// <summary>
+/// One staged connection: Kestrel writes into <see cref="Output"/> (a bounded pipe on the connection's memory pool);
+/// a drain loop on the thread pool copies the bytes, in order, into the TLS pipe writer and flushes it.
+/// </summary>
+internal sealed class OutputStageConnection : IDuplexPipe
+{
+    private readonly IDuplexPipe _tls;
+    private readonly Pipe _pipe;
+    private readonly StageWriter _writer;
+    private readonly Http2TlsOutputStageStatistics _statistics;
+    private readonly ILogger _logger;
+    private readonly string _connectionId;
+
+    // Bytes in the pipe that Kestrel has flushed and the drain has not yet consumed; written by both sides.
+    private long _backlog;
+
+    public OutputStageConnection(IDuplexPipe tls, MemoryPool<byte> pool, long bound, Http2TlsOutputStageStatistics statistics, ILogger logger, string connectionId)
+    {
+        _tls = tls;
+        _statistics = statistics;
+        _logger = logger;
+        _connectionId = connectionId;
+        _pipe = new Pipe(new PipeOptions(
+            pool: pool,
+            // The drain runs on the thread pool so that Kestrel's flush only signals it and returns.
+            readerScheduler: PipeScheduler.ThreadPool,
+            writerScheduler: PipeScheduler.Inline,
+            pauseWriterThreshold: bound,
+            resumeWriterThreshold: Math.Max(bound / 2, 1),
+            useSynchronizationContext: false));
+        _writer = new StageWriter(this);
+    }
+
+    public PipeReader Input => _tls.Input;
+
+    public PipeWriter Output => _writer;
+
+    public Task StartDraining() => DrainAsync();
+
+    public void CompleteWriter() => _pipe.Writer.Complete();
+
+    private async Task DrainAsync()
+    {
+        // Start on the thread pool: the first read may complete synchronously and the caller must not run the loop.
+        await Task.Yield();
+
+        PipeReader reader = _pipe.Reader;
+        PipeWriter tls = _tls.Output;
+        Exception? error = null;
+        bool tlsUnflushed = false;
+        try
+        {
+            while (true)
+            {
+                ReadResult result = await reader.ReadAsync();
+                ReadOnlySequence<byte> buffer = result.Buffer;
+                long length = buffer.Length;
+                if (length > 0)
+                {
+                    // A copy into the TLS writer's buffer; SslStream then encrypts from there in one FlushAsync.
+                    foreach (ReadOnlyMemory<byte> segment in buffer)
+                    {
+                        tls.Write(segment.Span);
+                    }
+
+                    tlsUnflushed = true;
+                }
+
+                reader.AdvanceTo(buffer.End);
+                if (length > 0)
+                {
+                    Interlocked.Add(ref _backlog, -length);
+                    _statistics.Forwarded(length);
+                }
+
+                if (tlsUnflushed)
+                {
+                    FlushResult flush = await tls.FlushAsync();
+                    if (flush.IsCanceled)
+                    {
+                        // Someone cancelled the TLS flush (Kestrel via our writer): let Kestrel's own flush see it too.
+                        // The bytes stay buffered in the TLS writer and go out with the next flush.
+                        _pipe.Writer.CancelPendingFlush();
+                    }
+                    else
+                    {
+                        tlsUnflushed = false;
+                    }
+
+                    if (flush.IsCompleted)
+                    {
+                        // The TLS side is gone: stop, and complete our reader so Kestrel's next flush reports completion.
+                        break;
+                    }
+                }
+
+                if (result.IsCompleted)
+                {
+                    break;
+                }
+            }
+        }
+        catch (Exception ex)
+        {
+            // Includes the exception Kestrel completed its writer with (an abort): ReadAsync rethrows it.
+            error = ex;
+            Log.TlsWriteFailed(_logger, _connectionId, ex);
+        }
+        finally
+        {
+            // Kestrel's pending or next flush observes this: completion, or the exception rethrown.
+            await reader.CompleteAsync(error);
+            await CompleteTlsWriterAsync(tls, error);
+        }
+    }
+
+    private static async ValueTask CompleteTlsWriterAsync(PipeWriter tls, Exception? error)
+    {
+        try
+        {
+            // Completing without an error flushes what is left; HttpsConnectionMiddleware completing it again is a no-op.
+            await tls.CompleteAsync(error);
+        }
+        catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException)
+        {
+            // The connection is already broken; Kestrel has been told through our reader.
+        }
+    }
+
+    /// <summary>
+    /// Kestrel's view of the output: the stage pipe's writer, counting bytes for the bound statistics and forwarding
+    /// <see cref="CancelPendingFlush"/> to the TLS writer so a flush blocked on the socket is released too.
+    /// </summary>
+    private sealed class StageWriter : PipeWriter
+    {
+        private readonly OutputStageConnection _owner;
+        private readonly PipeWriter _inner;
+        private long _unflushed;
+
+        public StageWriter(OutputStageConnection owner)
+        {
+            _owner = owner;
+            _inner = owner._pipe.Writer;
+        }
+
+        public override bool CanGetUnflushedBytes => true;
+
+        public override long UnflushedBytes => _inner.UnflushedBytes;
+
+        public override void Advance(int bytes)
+        {
+            _inner.Advance(bytes);
+            _unflushed += bytes;
+        }
+
+        public override Memory<byte> GetMemory(int sizeHint = 0) => _inner.GetMemory(sizeHint);
+
+        public override Span<byte> GetSpan(int sizeHint = 0) => _inner.GetSpan(sizeHint);
+
+        public override ValueTask<FlushResult> FlushAsync(CancellationToken cancellationToken = default)
+        {
+            long batch = _unflushed;
+            _unflushed = 0;
+            if (batch > 0)
+            {
+                long buffered = Interlocked.Add(ref _owner._backlog, batch);
+                _owner._statistics.Flushed(buffered, batch);
+            }
+
+            return _inner.FlushAsync(cancellationToken);
+        }
+
+        public override ValueTask<FlushResult> WriteAsync(ReadOnlyMemory<byte> source, CancellationToken cancellationToken = default)
+        {
+            _inner.Write(source.Span);
+            _unflushed += source.Length;
+            return FlushAsync(cancellationToken);
+        }
+
+        public override void CancelPendingFlush()
+        {
+            _inner.CancelPendingFlush();
+            _owner._tls.Output.CancelPendingFlush();
+        }
+
+        public override void Complete(Exception? exception = null)
+        {
+            Debug.Assert(_unflushed >= 0);
+            _inner.Complete(exception);
+        }
+
+        public override ValueTask CompleteAsync(Exception? exception = null) => _inner.CompleteAsync(exception);
+    }
+}
