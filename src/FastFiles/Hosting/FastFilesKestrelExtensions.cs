@@ -26,11 +26,13 @@ public static class FastFilesKestrelExtensions
     /// <c>listenOptions.UseHttps(...).UseHttp2TlsOutputStage()</c>, which then uses the options given here.
     /// </summary>
     /// <remarks>
-    /// Limits: call this after any <c>Configure(...).Endpoint(name, ...)</c> of your own is not possible for the same name,
-    /// because Kestrel keeps one callback per endpoint name: an endpoint that already needs a callback should call
-    /// <see cref="UseHttp2TlsOutputStage(EndpointConfiguration, Action{Http2TlsOutputStageOptions}?)"/> at its end, and be
-    /// registered after this call. Endpoints configured with SNI are left alone (a warning is logged). Endpoints added to
-    /// configuration after this call (configuration reload) are not staged.
+    /// Kestrel keeps one callback per configured endpoint name, so an app that registers its own
+    /// <c>ConfigurationLoader.Endpoint(name, ...)</c> after this call replaces FastFiles' callback for that name (and one
+    /// registered before this call is replaced by FastFiles'); such a callback should end with
+    /// <see cref="UseHttp2TlsOutputStage(EndpointConfiguration, Action{Http2TlsOutputStageOptions}?)"/>. Calling
+    /// <c>KestrelServerOptions.Configure(...)</c> after this call creates a new loader without FastFiles' callbacks.
+    /// Endpoints configured with SNI are left alone (a warning is logged), and endpoints that appear in configuration
+    /// only after this call (configuration reload) are not staged.
     /// </remarks>
     /// <param name="options">Kestrel's options.</param>
     /// <param name="configure">Configures FastFiles' Kestrel options; by default the stage runs in <see cref="Http2TlsOutputStageMode.Http2Only"/> mode.</param>
