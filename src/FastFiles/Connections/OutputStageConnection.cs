@@ -11,6 +11,8 @@ namespace FastFiles.Connections;
 /// </summary>
 internal sealed class OutputStageConnection : IDuplexPipe
 {
+    private const int MaxTlsRecordPayload = 16 * 1024;
+
     private readonly IDuplexPipe _tls;
     private readonly Pipe _pipe;
     private readonly StageWriter _writer;
@@ -64,12 +66,7 @@ internal sealed class OutputStageConnection : IDuplexPipe
                 long length = buffer.Length;
                 if (length > 0)
                 {
-                    // A copy into the TLS writer's buffer; SslStream then encrypts from there in one FlushAsync.
-                    foreach (ReadOnlyMemory<byte> segment in buffer)
-                    {
-                        tls.Write(segment.Span);
-                    }
-
+                    CopyInRecordSizedSpans(buffer, tls);
                     tlsUnflushed = true;
                 }
 
@@ -118,6 +115,23 @@ internal sealed class OutputStageConnection : IDuplexPipe
             // Kestrel's pending or next flush observes this: completion, or the exception rethrown.
             await reader.CompleteAsync(error);
             await CompleteTlsWriterAsync(tls, error);
+        }
+    }
+
+    // Kestrel's TLS writer hands SslStream one write per buffer segment, and SslStream makes one TLS record (and one
+    // transport flush) per write. Asking for spans of up to a full record (RFC 8446 5.1: 16 KiB) instead of the pool's
+    // 4 KiB blocks gives fewer, fuller records for the same bytes.
+    private static void CopyInRecordSizedSpans(in ReadOnlySequence<byte> buffer, PipeWriter tls)
+    {
+        ReadOnlySequence<byte> rest = buffer;
+        while (!rest.IsEmpty)
+        {
+            int want = (int)Math.Min(rest.Length, MaxTlsRecordPayload);
+            Span<byte> span = tls.GetSpan(want);
+            int count = Math.Min(want, span.Length);
+            rest.Slice(0, count).CopyTo(span);
+            tls.Advance(count);
+            rest = rest.Slice(count);
         }
     }
 
