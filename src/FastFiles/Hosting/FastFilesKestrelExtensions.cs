@@ -1,5 +1,6 @@
 using System.Runtime.CompilerServices;
 using FastFiles.Connections;
+using Microsoft.AspNetCore.Connections;
 using Microsoft.AspNetCore.Server.Kestrel;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.Configuration;
@@ -69,10 +70,15 @@ public static class FastFilesKestrelExtensions
     public static ListenOptions UseHttp2TlsOutputStage(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
-        Http2TlsOutputStageOptions stage = Registered.TryGetValue(listenOptions.KestrelServerOptions, out FastFilesKestrelOptions? registered)
-            ? registered.Http2TlsOutputStage
-            : new Http2TlsOutputStageOptions();
-        return listenOptions.UseHttp2TlsOutputStage(stage);
+        // Resolved when the endpoint is built, so UseFastFiles may run before or after this call.
+        listenOptions.Use(next =>
+        {
+            Http2TlsOutputStageOptions stage = listenOptions.KestrelServerOptions is { } server && Registered.TryGetValue(server, out FastFilesKestrelOptions? registered)
+                ? registered.Http2TlsOutputStage
+                : new Http2TlsOutputStageOptions();
+            return CreateStage(next, stage, listenOptions);
+        });
+        return listenOptions;
     }
 
     /// <summary>
@@ -137,12 +143,19 @@ public static class FastFilesKestrelExtensions
         }
 
         // Built when the endpoint binds, after all configuration: limits and logging are final by then.
-        listenOptions.Use(next => new Http2TlsOutputStage(
-            next,
-            stage,
-            listenOptions.KestrelServerOptions.Limits,
-            CreateLogger(listenOptions)).OnConnectionAsync);
+        listenOptions.Use(next => CreateStage(next, stage, listenOptions));
         return listenOptions;
+    }
+
+    private static ConnectionDelegate CreateStage(ConnectionDelegate next, Http2TlsOutputStageOptions stage, ListenOptions listenOptions)
+    {
+        if (stage.Mode == Http2TlsOutputStageMode.Disabled)
+        {
+            return next;
+        }
+
+        KestrelServerLimits limits = listenOptions.KestrelServerOptions?.Limits ?? new KestrelServerLimits();
+        return new Http2TlsOutputStage(next, stage, limits, CreateLogger(listenOptions)).OnConnectionAsync;
     }
 
     private static ILogger CreateLogger(ListenOptions listenOptions)

@@ -113,6 +113,25 @@ public sealed class Http2TlsOutputStageTests : IDisposable
     }
 
     [Fact]
+    public async Task Code_endpoint_uses_the_options_given_to_UseFastFiles()
+    {
+        Http2TlsOutputStageOptions? stage = null;
+        // The TLS endpoint is configured before UseFastFiles runs: the options are looked up when the endpoint starts.
+        await using TestHost host = await TestHost.StartAsync(
+            StageTestApp.Configure(_files, _probe),
+            configureKestrel: k => k.UseFastFiles(o =>
+            {
+                o.Http2TlsOutputStage.Mode = Http2TlsOutputStageMode.AllProtocols;
+                stage = o.Http2TlsOutputStage;
+            }),
+            configureTls: l => l.UseHttp2TlsOutputStage());
+
+        await AssertFileAsync(host, Transport.Http11Tls, 100_000);
+        await AssertFileAsync(host, Transport.H2Tls, 100_000);
+        Assert.Equal(2, stage!.Statistics.ConnectionsStaged);
+    }
+
+    [Fact]
     public async Task Disabled_mode_installs_nothing()
     {
         (TestHost host, Http2TlsOutputStageOptions stage) = await StartAsync(o => o.Mode = Http2TlsOutputStageMode.Disabled);
@@ -159,9 +178,13 @@ public sealed class Http2TlsOutputStageTests : IDisposable
                 return await response.Content.ReadAsByteArrayAsync();
             }).ToArray();
 
-            while (_probe.GatedStarted < Count)
+            using (var started = new CancellationTokenSource(TimeSpan.FromSeconds(60)))
             {
-                await Task.Delay(20);
+                while (_probe.GatedStarted < Count)
+                {
+                    Assert.DoesNotContain(downloads, d => d.IsFaulted);
+                    await Task.Delay(20, started.Token);
+                }
             }
 
             // Stop while every response is half written; the gate opens only once Kestrel is already shutting down.
