@@ -81,7 +81,7 @@ internal sealed class Http2TlsOutputStage
         {
             // Kestrel has completed its writer by now; completing again is a no-op, and covers a next that threw early.
             connection.CompleteWriter();
-            await WaitForDrainAsync(context, drain);
+            await connection.LingerAsync(WaitForDrainAsync(context, drain));
             context.Transport = tls;
         }
     }

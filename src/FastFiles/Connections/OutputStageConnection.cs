@@ -16,6 +16,7 @@ internal sealed class OutputStageConnection : IDuplexPipe
     private readonly IDuplexPipe _tls;
     private readonly Pipe _pipe;
     private readonly StageWriter _writer;
+    private readonly LingeringReader _input;
     private readonly Http2TlsOutputStageStatistics _statistics;
     private readonly ILogger _logger;
     private readonly string _connectionId;
@@ -38,15 +39,58 @@ internal sealed class OutputStageConnection : IDuplexPipe
             resumeWriterThreshold: Math.Max(bound / 2, 1),
             useSynchronizationContext: false));
         _writer = new StageWriter(this);
+        _input = new LingeringReader(tls.Input);
     }
 
-    public PipeReader Input => _tls.Input;
+    public PipeReader Input => _input;
 
     public PipeWriter Output => _writer;
 
     public Task StartDraining() => DrainAsync();
 
     public void CompleteWriter() => _pipe.Writer.Complete();
+
+    /// <summary>
+    /// Once Kestrel is done, reads and drops whatever the client still sends (WINDOW_UPDATE, PING, ...) until
+    /// <paramref name="drained"/> finishes, then completes the TLS input. Closing a socket with unread input makes the
+    /// kernel send RST, and a client that gets RST may drop response bytes it has not read yet; while the stage is still
+    /// sending the tail, the client is still sending frames about it.
+    /// </summary>
+    public async Task LingerAsync(Task drained)
+    {
+        PipeReader tls = _tls.Input;
+        Task discard = DiscardInputAsync(tls);
+        try
+        {
+            await drained;
+        }
+        finally
+        {
+            tls.CancelPendingRead();
+            await discard;
+            await tls.CompleteAsync(_input.CompletionError);
+        }
+    }
+
+    private static async Task DiscardInputAsync(PipeReader tls)
+    {
+        try
+        {
+            while (true)
+            {
+                ReadResult result = await tls.ReadAsync();
+                tls.AdvanceTo(result.Buffer.End);
+                if (result.IsCompleted || result.IsCanceled)
+                {
+                    return;
+                }
+            }
+        }
+        catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or InvalidOperationException)
+        {
+            // The connection is already closing; there is nothing left to protect.
+        }
+    }
 
     private async Task DrainAsync()
     {
@@ -146,6 +190,27 @@ internal sealed class OutputStageConnection : IDuplexPipe
         {
             // The connection is already broken; Kestrel has been told through our reader.
         }
+    }
+
+    /// <summary>
+    /// Kestrel's view of the input: the TLS reader itself, except that completing it is deferred to
+    /// <see cref="LingerAsync"/> so the stage can keep reading while the response tail is sent.
+    /// </summary>
+    private sealed class LingeringReader(PipeReader inner) : PipeReader
+    {
+        public Exception? CompletionError { get; private set; }
+
+        public override bool TryRead(out ReadResult result) => inner.TryRead(out result);
+
+        public override ValueTask<ReadResult> ReadAsync(CancellationToken cancellationToken = default) => inner.ReadAsync(cancellationToken);
+
+        public override void AdvanceTo(SequencePosition consumed) => inner.AdvanceTo(consumed);
+
+        public override void AdvanceTo(SequencePosition consumed, SequencePosition examined) => inner.AdvanceTo(consumed, examined);
+
+        public override void CancelPendingRead() => inner.CancelPendingRead();
+
+        public override void Complete(Exception? exception = null) => CompletionError ??= exception;
     }
 
     /// <summary>

@@ -169,12 +169,21 @@ public sealed class Http2TlsOutputStageTests : IDisposable
     public async Task Graceful_shutdown_completes_in_flight_responses()
     {
         (TestHost host, Http2TlsOutputStageOptions stage) = await StartAsync();
+        // Kestrel stops reading once its last stream is done, and a socket closed with unread input is reset, which
+        // can cost the client bytes it has not read yet (stock Kestrel too). So this client sends nothing during the
+        // tail: stream windows larger than a body, and less data in all than SocketsHttpHandler's connection-window
+        // update threshold.
+        using var client = new HttpClient(new SocketsHttpHandler
+        {
+            InitialHttp2StreamWindowSize = 16 * 1024 * 1024,
+            SslOptions = { RemoteCertificateValidationCallback = (_, cert, _, _) => cert is not null && cert.GetCertHashString() == TestCertificate.Instance.GetCertHashString() },
+        });
         try
         {
-            const int Count = 40;
+            const int Count = 30;
             Task<byte[]>[] downloads = Enumerable.Range(0, Count).Select(async _ =>
             {
-                using HttpResponseMessage response = await host.Client.SendAsync(host.Request(Transport.H2Tls, "/gated"), HttpCompletionOption.ResponseHeadersRead);
+                using HttpResponseMessage response = await client.SendAsync(host.Request(Transport.H2Tls, "/gated"), HttpCompletionOption.ResponseHeadersRead);
                 return await response.Content.ReadAsByteArrayAsync();
             }).ToArray();
 
@@ -187,7 +196,7 @@ public sealed class Http2TlsOutputStageTests : IDisposable
                 }
             }
 
-            // Stop while every response is half written; the gate opens only once Kestrel is already shutting down.
+            // Stop while every response is partly written; the gate opens only once Kestrel is already shutting down.
             Task stop = host.StopAsync();
             await Task.Delay(300);
             Assert.False(stop.IsCompleted);
@@ -195,7 +204,7 @@ public sealed class Http2TlsOutputStageTests : IDisposable
 
             byte[][] bodies = await Task.WhenAll(downloads).WaitAsync(TimeSpan.FromSeconds(60));
             await stop.WaitAsync(TimeSpan.FromSeconds(60));
-            string expected = TestFiles.Sha256(StageTestApp.Pattern);
+            string expected = TestFiles.Sha256(StageTestApp.Pattern.AsSpan(0, StageTestApp.GatedLength).ToArray());
             Assert.All(bodies, b => Assert.Equal(expected, TestFiles.Sha256(b)));
             Assert.Equal(1, stage.Statistics.ConnectionsStaged);
         }

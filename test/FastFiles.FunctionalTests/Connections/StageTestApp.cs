@@ -36,6 +36,9 @@ internal static class StageTestApp
 {
     public const int ChunkSize = 16 * 1024;
 
+    /// <summary>The body length of <c>/gated</c>: 192 KiB.</summary>
+    public const int GatedLength = 192 * 1024;
+
     /// <summary>1 MiB of deterministic bytes, repeated by <c>/stream</c> and served whole by <c>/gated</c>.</summary>
     public static readonly byte[] Pattern = CreatePattern();
 
@@ -97,12 +100,12 @@ internal static class StageTestApp
 
         app.MapGet("/gated", async (HttpContext context) =>
         {
-            context.Response.ContentLength = Pattern.Length;
+            context.Response.ContentLength = GatedLength;
             await context.Response.Body.WriteAsync(Pattern.AsMemory(0, ChunkSize));
             await context.Response.Body.FlushAsync();
             probe.OnGatedStarted();
             await probe.Gate.Task;
-            await context.Response.Body.WriteAsync(Pattern.AsMemory(ChunkSize));
+            await context.Response.Body.WriteAsync(Pattern.AsMemory(ChunkSize, GatedLength - ChunkSize));
         });
 
         app.MapGet("/bigheaders/{length:int}", (HttpContext context, int length) =>

@@ -175,8 +175,29 @@ public sealed class OutputStageConnectionTests
     }
 
     [Fact]
-    public void Input_passes_through_untouched()
+    public async Task Input_passes_through_and_keeps_being_read_until_the_output_has_drained()
     {
-        Assert.Same(_tlsInput.Reader, _stage.Input);
+        await _tlsInput.Writer.WriteAsync(new byte[] { 1, 2, 3 });
+        ReadResult read = await _stage.Input.ReadAsync();
+        Assert.Equal(new byte[] { 1, 2, 3 }, read.Buffer.ToArray());
+        _stage.Input.AdvanceTo(read.Buffer.End);
+
+        // Kestrel is done: it completes both sides while the "socket" still holds the response tail.
+        _stage.Output.Write(new byte[4000]);
+        await _stage.Output.FlushAsync();
+        await _stage.Input.CompleteAsync();
+        await _stage.Output.CompleteAsync();
+        var drained = new TaskCompletionSource();
+        Task linger = _stage.LingerAsync(drained.Task);
+
+        // The client's frames about the tail (WINDOW_UPDATE...) are still consumed, so the close is not a reset.
+        FlushResult clientWrite = await _tlsInput.Writer.WriteAsync(new byte[100_000]).AsTask().WaitAsync(TimeSpan.FromSeconds(30));
+        Assert.False(clientWrite.IsCompleted);
+        Assert.False(linger.IsCompleted);
+
+        drained.SetResult();
+        await linger.WaitAsync(TimeSpan.FromSeconds(30));
+        FlushResult afterClose = await _tlsInput.Writer.WriteAsync(new byte[1]);
+        Assert.True(afterClose.IsCompleted);
     }
 }
