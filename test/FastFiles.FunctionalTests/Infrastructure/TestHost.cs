@@ -61,13 +61,17 @@ public sealed class TestHost : IAsyncDisposable
 
     public IServiceProvider Services => _app.Services;
 
+    /// <summary>The server's limits, as configured.</summary>
+    public KestrelServerLimits ServerLimits() => _app.Services.GetRequiredService<Microsoft.Extensions.Options.IOptions<KestrelServerOptions>>().Value.Limits;
+
     public static async Task<TestHost> StartAsync(
         Action<WebApplication> configureApp,
         Action<IServiceCollection>? configureServices = null,
         Action<KestrelServerOptions>? configureKestrel = null,
         Action<ListenOptions>? configureTls = null,
         string? contentRoot = null,
-        string? webRoot = null)
+        string? webRoot = null,
+        Action<ListenOptions>? configureH2c = null)
     {
         var options = new WebApplicationOptions
         {
@@ -81,7 +85,11 @@ public sealed class TestHost : IAsyncDisposable
         builder.WebHost.ConfigureKestrel(k =>
         {
             k.Listen(IPAddress.Loopback, 0, l => l.Protocols = HttpProtocols.Http1);
-            k.Listen(IPAddress.Loopback, 0, l => l.Protocols = HttpProtocols.Http2);
+            k.Listen(IPAddress.Loopback, 0, l =>
+            {
+                l.Protocols = HttpProtocols.Http2;
+                configureH2c?.Invoke(l);
+            });
             k.Listen(IPAddress.Loopback, 0, l =>
             {
                 l.Protocols = HttpProtocols.Http1AndHttp2;
@@ -124,6 +132,9 @@ public sealed class TestHost : IAsyncDisposable
         configure?.Invoke(request);
         return await Client.SendAsync(request);
     }
+
+    /// <summary>Stops the server gracefully (in-flight requests may finish) without disposing the client.</summary>
+    public Task StopAsync() => _app.StopAsync();
 
     public async ValueTask DisposeAsync()
     {

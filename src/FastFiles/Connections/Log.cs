@@ -1,0 +1,21 @@
+using Microsoft.Extensions.Logging;
+
+namespace FastFiles.Connections;
+
+internal static partial class Log
+{
+    [LoggerMessage(4001, LogLevel.Debug, "Connection {ConnectionId}: output staged ahead of TLS (bound {Bound} bytes).", EventName = "OutputStaged")]
+    public static partial void OutputStaged(ILogger logger, string connectionId, long bound);
+
+    [LoggerMessage(4002, LogLevel.Debug, "Connection {ConnectionId}: writing to TLS failed; the stage reports the failure to Kestrel.", EventName = "TlsWriteFailed")]
+    public static partial void TlsWriteFailed(ILogger logger, string connectionId, Exception exception);
+
+    [LoggerMessage(4003, LogLevel.Debug, "Connection {ConnectionId}: the stage did not drain within {Timeout} after Kestrel finished; aborting the connection.", EventName = "DrainTimedOut")]
+    public static partial void DrainTimedOut(ILogger logger, string connectionId, TimeSpan timeout);
+
+    [LoggerMessage(4004, LogLevel.Warning, "Endpoint '{EndpointName}' uses SNI; the HTTP/2 TLS output stage is not applied to it. Configure it in code with UseHttps(...).UseHttp2TlsOutputStage() to stage it.", EventName = "SniEndpointSkipped")]
+    public static partial void SniEndpointSkipped(ILogger logger, string endpointName);
+
+    [LoggerMessage(4005, LogLevel.Debug, "Endpoint '{EndpointName}' from configuration: TLS applied by FastFiles with the HTTP/2 TLS output stage behind it.", EventName = "ConfigurationEndpointStaged")]
+    public static partial void ConfigurationEndpointStaged(ILogger logger, string endpointName);
+}

@@ -1,0 +1,280 @@
+using System.Buffers;
+using System.Diagnostics;
+using System.IO.Pipelines;
+using Microsoft.Extensions.Logging;
+
+namespace FastFiles.Connections;
+
+/// <summary>
+/// One staged connection: Kestrel writes into <see cref="Output"/> (a bounded pipe on the connection's memory pool);
+/// a drain loop on the thread pool copies the bytes, in order, into the TLS pipe writer and flushes it.
+/// </summary>
+internal sealed class OutputStageConnection : IDuplexPipe
+{
+    private const int MaxTlsRecordPayload = 16 * 1024;
+
+    private readonly IDuplexPipe _tls;
+    private readonly Pipe _pipe;
+    private readonly StageWriter _writer;
+    private readonly LingeringReader _input;
+    private readonly Http2TlsOutputStageStatistics _statistics;
+    private readonly ILogger _logger;
+    private readonly string _connectionId;
+
+    // Bytes in the pipe that Kestrel has flushed and the drain has not yet consumed; written by both sides.
+    private long _backlog;
+
+    public OutputStageConnection(IDuplexPipe tls, MemoryPool<byte> pool, long bound, Http2TlsOutputStageStatistics statistics, ILogger logger, string connectionId)
+    {
+        _tls = tls;
+        _statistics = statistics;
+        _logger = logger;
+        _connectionId = connectionId;
+        _pipe = new Pipe(new PipeOptions(
+            pool: pool,
+            // The drain runs on the thread pool so that Kestrel's flush only signals it and returns.
+            readerScheduler: PipeScheduler.ThreadPool,
+            writerScheduler: PipeScheduler.Inline,
+            pauseWriterThreshold: bound,
+            resumeWriterThreshold: Math.Max(bound / 2, 1),
+            useSynchronizationContext: false));
+        _writer = new StageWriter(this);
+        _input = new LingeringReader(tls.Input);
+    }
+
+    public PipeReader Input => _input;
+
+    public PipeWriter Output => _writer;
+
+    public Task StartDraining() => DrainAsync();
+
+    public void CompleteWriter() => _pipe.Writer.Complete();
+
+    /// <summary>
+    /// Once Kestrel is done, reads and drops whatever the client still sends (WINDOW_UPDATE, PING, ...) until
+    /// <paramref name="drained"/> finishes, then completes the TLS input. Closing a socket with unread input makes the
+    /// kernel send RST, and a client that gets RST may drop response bytes it has not read yet; while the stage is still
+    /// sending the tail, the client is still sending frames about it.
+    /// </summary>
+    public async Task LingerAsync(Task drained)
+    {
+        PipeReader tls = _tls.Input;
+        Task discard = DiscardInputAsync(tls);
+        try
+        {
+            await drained;
+        }
+        finally
+        {
+            tls.CancelPendingRead();
+            await discard;
+            await tls.CompleteAsync(_input.CompletionError);
+        }
+    }
+
+    private static async Task DiscardInputAsync(PipeReader tls)
+    {
+        try
+        {
+            while (true)
+            {
+                ReadResult result = await tls.ReadAsync();
+                tls.AdvanceTo(result.Buffer.End);
+                if (result.IsCompleted || result.IsCanceled)
+                {
+                    return;
+                }
+            }
+        }
+        catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or InvalidOperationException)
+        {
+            // The connection is already closing; there is nothing left to protect.
+        }
+    }
+
+    private async Task DrainAsync()
+    {
+        // Start on the thread pool: the first read may complete synchronously and the caller must not run the loop.
+        await Task.Yield();
+
+        PipeReader reader = _pipe.Reader;
+        PipeWriter tls = _tls.Output;
+        Exception? error = null;
+        bool tlsUnflushed = false;
+        try
+        {
+            while (true)
+            {
+                ReadResult result = await reader.ReadAsync();
+                ReadOnlySequence<byte> buffer = result.Buffer;
+                long length = buffer.Length;
+                if (length > 0)
+                {
+                    CopyInRecordSizedSpans(buffer, tls);
+                    tlsUnflushed = true;
+                }
+
+                reader.AdvanceTo(buffer.End);
+                if (length > 0)
+                {
+                    Interlocked.Add(ref _backlog, -length);
+                    _statistics.Forwarded(length);
+                }
+
+                if (tlsUnflushed)
+                {
+                    FlushResult flush = await tls.FlushAsync();
+                    if (flush.IsCanceled)
+                    {
+                        // Someone cancelled the TLS flush (Kestrel via our writer): let Kestrel's own flush see it too.
+                        // The bytes stay buffered in the TLS writer and go out with the next flush.
+                        _pipe.Writer.CancelPendingFlush();
+                    }
+                    else
+                    {
+                        tlsUnflushed = false;
+                    }
+
+                    if (flush.IsCompleted)
+                    {
+                        // The TLS side is gone: stop, and complete our reader so Kestrel's next flush reports completion.
+                        break;
+                    }
+                }
+
+                if (result.IsCompleted)
+                {
+                    break;
+                }
+            }
+        }
+        catch (Exception ex)
+        {
+            // Includes the exception Kestrel completed its writer with (an abort): ReadAsync rethrows it.
+            error = ex;
+            Log.TlsWriteFailed(_logger, _connectionId, ex);
+        }
+        finally
+        {
+            // Kestrel's pending or next flush observes this: completion, or the exception rethrown.
+            await reader.CompleteAsync(error);
+            await CompleteTlsWriterAsync(tls, error);
+        }
+    }
+
+    // Kestrel's TLS writer hands SslStream one write per buffer segment, and SslStream makes one TLS record (and one
+    // transport flush) per write. Asking for spans of up to a full record (RFC 8446 5.1: 16 KiB) instead of the pool's
+    // 4 KiB blocks gives fewer, fuller records for the same bytes.
+    private static void CopyInRecordSizedSpans(in ReadOnlySequence<byte> buffer, PipeWriter tls)
+    {
+        ReadOnlySequence<byte> rest = buffer;
+        while (!rest.IsEmpty)
+        {
+            int want = (int)Math.Min(rest.Length, MaxTlsRecordPayload);
+            Span<byte> span = tls.GetSpan(want);
+            int count = Math.Min(want, span.Length);
+            rest.Slice(0, count).CopyTo(span);
+            tls.Advance(count);
+            rest = rest.Slice(count);
+        }
+    }
+
+    private static async ValueTask CompleteTlsWriterAsync(PipeWriter tls, Exception? error)
+    {
+        try
+        {
+            // Completing without an error flushes what is left; HttpsConnectionMiddleware completing it again is a no-op.
+            await tls.CompleteAsync(error);
+        }
+        catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException)
+        {
+            // The connection is already broken; Kestrel has been told through our reader.
+        }
+    }
+
+    /// <summary>
+    /// Kestrel's view of the input: the TLS reader itself, except that completing it is deferred to
+    /// <see cref="LingerAsync"/> so the stage can keep reading while the response tail is sent.
+    /// </summary>
+    private sealed class LingeringReader(PipeReader inner) : PipeReader
+    {
+        public Exception? CompletionError { get; private set; }
+
+        public override bool TryRead(out ReadResult result) => inner.TryRead(out result);
+
+        public override ValueTask<ReadResult> ReadAsync(CancellationToken cancellationToken = default) => inner.ReadAsync(cancellationToken);
+
+        public override void AdvanceTo(SequencePosition consumed) => inner.AdvanceTo(consumed);
+
+        public override void AdvanceTo(SequencePosition consumed, SequencePosition examined) => inner.AdvanceTo(consumed, examined);
+
+        public override void CancelPendingRead() => inner.CancelPendingRead();
+
+        public override void Complete(Exception? exception = null) => CompletionError ??= exception;
+    }
+
+    /// <summary>
+    /// Kestrel's view of the output: the stage pipe's writer, counting bytes for the bound statistics and forwarding
+    /// <see cref="CancelPendingFlush"/> to the TLS writer so a flush blocked on the socket is released too.
+    /// </summary>
+    private sealed class StageWriter : PipeWriter
+    {
+        private readonly OutputStageConnection _owner;
+        private readonly PipeWriter _inner;
+        private long _unflushed;
+
+        public StageWriter(OutputStageConnection owner)
+        {
+            _owner = owner;
+            _inner = owner._pipe.Writer;
+        }
+
+        public override bool CanGetUnflushedBytes => true;
+
+        public override long UnflushedBytes => _inner.UnflushedBytes;
+
+        public override void Advance(int bytes)
+        {
+            _inner.Advance(bytes);
+            _unflushed += bytes;
+        }
+
+        public override Memory<byte> GetMemory(int sizeHint = 0) => _inner.GetMemory(sizeHint);
+
+        public override Span<byte> GetSpan(int sizeHint = 0) => _inner.GetSpan(sizeHint);
+
+        public override ValueTask<FlushResult> FlushAsync(CancellationToken cancellationToken = default)
+        {
+            long batch = _unflushed;
+            _unflushed = 0;
+            if (batch > 0)
+            {
+                long buffered = Interlocked.Add(ref _owner._backlog, batch);
+                _owner._statistics.Flushed(buffered, batch);
+            }
+
+            return _inner.FlushAsync(cancellationToken);
+        }
+
+        public override ValueTask<FlushResult> WriteAsync(ReadOnlyMemory<byte> source, CancellationToken cancellationToken = default)
+        {
+            _inner.Write(source.Span);
+            _unflushed += source.Length;
+            return FlushAsync(cancellationToken);
+        }
+
+        public override void CancelPendingFlush()
+        {
+            _inner.CancelPendingFlush();
+            _owner._tls.Output.CancelPendingFlush();
+        }
+
+        public override void Complete(Exception? exception = null)
+        {
+            Debug.Assert(_unflushed >= 0);
+            _inner.Complete(exception);
+        }
+
+        public override ValueTask CompleteAsync(Exception? exception = null) => _inner.CompleteAsync(exception);
+    }
+}

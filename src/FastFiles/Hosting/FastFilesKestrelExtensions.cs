@@ -1,0 +1,163 @@
+using System.Runtime.CompilerServices;
+using FastFiles.Connections;
+using Microsoft.AspNetCore.Connections;
+using Microsoft.AspNetCore.Server.Kestrel;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+
+namespace Microsoft.AspNetCore.Hosting;
+
+/// <summary>Adds FastFiles' connection-level parts to Kestrel.</summary>
+public static class FastFilesKestrelExtensions
+{
+    private const string LoggerCategory = "FastFiles.Connections.Http2TlsOutputStage";
+
+    // Options registered by UseFastFiles, found again by the parameterless UseHttp2TlsOutputStage on code endpoints.
+    private static readonly ConditionalWeakTable<KestrelServerOptions, FastFilesKestrelOptions> Registered = [];
+
+    /// <summary>
+    /// Applies FastFiles' connection-level parts to Kestrel. The HTTP/2 TLS output stage is put on the plaintext side
+    /// of TLS of every HTTPS endpoint read from configuration (<c>Kestrel:Endpoints</c>): for each such endpoint FastFiles
+    /// registers a <c>ConfigurationLoader.Endpoint(name, ...)</c> callback that calls <c>UseHttps</c> with the HTTPS
+    /// options the loader assembled (certificate included) and then adds the stage; the loader sees the endpoint is
+    /// already TLS and does not add TLS again. Code-configured endpoints get the stage with
+    /// <c>listenOptions.UseHttps(...).UseHttp2TlsOutputStage()</c>, which then uses the options given here.
+    /// </summary>
+    /// <remarks>
+    /// Kestrel keeps one callback per configured endpoint name, so an app that registers its own
+    /// <c>ConfigurationLoader.Endpoint(name, ...)</c> after this call replaces FastFiles' callback for that name (and one
+    /// registered before this call is replaced by FastFiles'); such a callback should end with
+    /// <see cref="UseHttp2TlsOutputStage(EndpointConfiguration, Action{Http2TlsOutputStageOptions}?)"/>. Calling
+    /// <c>KestrelServerOptions.Configure(...)</c> after this call creates a new loader without FastFiles' callbacks.
+    /// Endpoints configured with SNI are left alone (a warning is logged), and endpoints that appear in configuration
+    /// only after this call (configuration reload) are not staged.
+    /// </remarks>
+    /// <param name="options">Kestrel's options.</param>
+    /// <param name="configure">Configures FastFiles' Kestrel options; by default the stage runs in <see cref="Http2TlsOutputStageMode.Http2Only"/> mode.</param>
+    /// <returns>Kestrel's options.</returns>
+    public static KestrelServerOptions UseFastFiles(this KestrelServerOptions options, Action<FastFilesKestrelOptions>? configure = null)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        var fastFiles = new FastFilesKestrelOptions();
+        configure?.Invoke(fastFiles);
+        Registered.AddOrUpdate(options, fastFiles);
+
+        Http2TlsOutputStageOptions stage = fastFiles.Http2TlsOutputStage;
+        if (stage.Mode == Http2TlsOutputStageMode.Disabled || options.ConfigurationLoader is not { } loader)
+        {
+            return options;
+        }
+
+        foreach (IConfigurationSection endpoint in loader.Configuration.GetSection("Endpoints").GetChildren())
+        {
+            loader.Endpoint(endpoint.Key, e => e.UseHttp2TlsOutputStage(stage));
+        }
+
+        return options;
+    }
+
+    /// <summary>
+    /// Adds the HTTP/2 TLS output stage to an endpoint. Call it after <c>UseHttps</c> so it sees plaintext; on an
+    /// endpoint without TLS it passes every connection through. Uses the options given to
+    /// <see cref="UseFastFiles(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on the same server if any,
+    /// else the defaults (<see cref="Http2TlsOutputStageMode.Http2Only"/>, bounded by Kestrel's <c>MaxResponseBufferSize</c>).
+    /// </summary>
+    /// <param name="listenOptions">The endpoint.</param>
+    /// <returns>The endpoint.</returns>
+    public static ListenOptions UseHttp2TlsOutputStage(this ListenOptions listenOptions)
+    {
+        ArgumentNullException.ThrowIfNull(listenOptions);
+        // Resolved when the endpoint is built, so UseFastFiles may run before or after this call.
+        listenOptions.Use(next =>
+        {
+            Http2TlsOutputStageOptions stage = listenOptions.KestrelServerOptions is { } server && Registered.TryGetValue(server, out FastFilesKestrelOptions? registered)
+                ? registered.Http2TlsOutputStage
+                : new Http2TlsOutputStageOptions();
+            return CreateStage(next, stage, listenOptions);
+        });
+        return listenOptions;
+    }
+
+    /// <summary>
+    /// Adds the HTTP/2 TLS output stage to an endpoint with its own options. Call it after <c>UseHttps</c>.
+    /// </summary>
+    /// <param name="listenOptions">The endpoint.</param>
+    /// <param name="configure">Configures the stage; it starts from the defaults (<see cref="Http2TlsOutputStageMode.Http2Only"/>).</param>
+    /// <returns>The endpoint.</returns>
+    public static ListenOptions UseHttp2TlsOutputStage(this ListenOptions listenOptions, Action<Http2TlsOutputStageOptions> configure)
+    {
+        ArgumentNullException.ThrowIfNull(listenOptions);
+        ArgumentNullException.ThrowIfNull(configure);
+        var stage = new Http2TlsOutputStageOptions();
+        configure(stage);
+        return listenOptions.UseHttp2TlsOutputStage(stage);
+    }
+
+    /// <summary>
+    /// For an endpoint from configuration, inside your own <c>Configure(...).Endpoint(name, ...)</c> callback: applies
+    /// TLS with the HTTPS options the loader assembled, then the HTTP/2 TLS output stage, so the stage sees plaintext.
+    /// Does nothing for HTTP endpoints, for endpoints that use SNI (logged), or when the mode is
+    /// <see cref="Http2TlsOutputStageMode.Disabled"/>. Call it last in the callback: TLS settings are read when the endpoint starts.
+    /// </summary>
+    /// <param name="endpoint">The endpoint being configured.</param>
+    /// <param name="configure">Configures the stage; it starts from the defaults (<see cref="Http2TlsOutputStageMode.Http2Only"/>).</param>
+    /// <returns>The endpoint.</returns>
+    public static EndpointConfiguration UseHttp2TlsOutputStage(this EndpointConfiguration endpoint, Action<Http2TlsOutputStageOptions>? configure = null)
+    {
+        ArgumentNullException.ThrowIfNull(endpoint);
+        var stage = new Http2TlsOutputStageOptions();
+        configure?.Invoke(stage);
+        return endpoint.UseHttp2TlsOutputStage(stage);
+    }
+
+    internal static EndpointConfiguration UseHttp2TlsOutputStage(this EndpointConfiguration endpoint, Http2TlsOutputStageOptions stage)
+    {
+        if (!endpoint.IsHttps || stage.Mode == Http2TlsOutputStageMode.Disabled)
+        {
+            return endpoint;
+        }
+
+        ILogger logger = CreateLogger(endpoint.ListenOptions);
+        string name = endpoint.ConfigSection.Key;
+        if (endpoint.ConfigSection.GetSection("Sni").GetChildren().Any())
+        {
+            // Kestrel's SNI selector is internal; taking TLS over here would silently drop the per-host certificates.
+            Log.SniEndpointSkipped(logger, name);
+            return endpoint;
+        }
+
+        // The loader skips its own UseHttps when the endpoint is already TLS; HttpsOptions already holds the certificate.
+        endpoint.ListenOptions.UseHttps(endpoint.HttpsOptions).UseHttp2TlsOutputStage(stage);
+        Log.ConfigurationEndpointStaged(logger, name);
+        return endpoint;
+    }
+
+    internal static ListenOptions UseHttp2TlsOutputStage(this ListenOptions listenOptions, Http2TlsOutputStageOptions stage)
+    {
+        if (stage.Mode == Http2TlsOutputStageMode.Disabled)
+        {
+            return listenOptions;
+        }
+
+        // Built when the endpoint binds, after all configuration: limits and logging are final by then.
+        listenOptions.Use(next => CreateStage(next, stage, listenOptions));
+        return listenOptions;
+    }
+
+    private static ConnectionDelegate CreateStage(ConnectionDelegate next, Http2TlsOutputStageOptions stage, ListenOptions listenOptions)
+    {
+        if (stage.Mode == Http2TlsOutputStageMode.Disabled)
+        {
+            return next;
+        }
+
+        KestrelServerLimits limits = listenOptions.KestrelServerOptions?.Limits ?? new KestrelServerLimits();
+        return new Http2TlsOutputStage(next, stage, limits, CreateLogger(listenOptions)).OnConnectionAsync;
+    }
+
+    private static ILogger CreateLogger(ListenOptions listenOptions)
+        => listenOptions.ApplicationServices?.GetService<ILoggerFactory>()?.CreateLogger(LoggerCategory) ?? NullLogger.Instance;
+}

@@ -1,0 +1,325 @@
+using System.Net;
+using FastFiles.Connections;
+using FastFiles.FunctionalTests.Infrastructure;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+
+namespace FastFiles.FunctionalTests.Connections;
+
+public sealed class Http2TlsOutputStageTests : IDisposable
+{
+    private static readonly int[] Sizes = [0, 1, 100, 4095, 16384, 16385, 65536, 100_000, 1024 * 1024 + 3, 5 * 1024 * 1024];
+    private readonly TestFiles _files = new();
+    private readonly Dictionary<int, byte[]> _contents = [];
+    private readonly ServerProbe _probe = new();
+
+    public Http2TlsOutputStageTests()
+    {
+        foreach (int size in Sizes)
+        {
+            _contents[size] = _files.Create($"f{size}.bin", size);
+        }
+    }
+
+    public void Dispose() => _files.Dispose();
+
+    private async Task<(TestHost Host, Http2TlsOutputStageOptions Stage)> StartAsync(
+        Action<Http2TlsOutputStageOptions>? configureStage = null,
+        Action<KestrelServerOptions>? configureKestrel = null,
+        Action<ListenOptions>? configureH2c = null)
+    {
+        Http2TlsOutputStageOptions? stage = null;
+        TestHost host = await TestHost.StartAsync(
+            StageTestApp.Configure(_files, _probe),
+            configureKestrel: configureKestrel,
+            configureTls: l => l.UseHttp2TlsOutputStage(o =>
+            {
+                configureStage?.Invoke(o);
+                stage = o;
+            }),
+            configureH2c: configureH2c);
+        return (host, stage!);
+    }
+
+    private async Task AssertFileAsync(TestHost host, Transport transport, int size)
+    {
+        using HttpResponseMessage response = await host.SendAsync(transport, $"/f{size}.bin");
+        byte[] body = await response.Content.ReadAsByteArrayAsync();
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        Assert.Equal(TestHost.VersionFor(transport), response.Version);
+        Assert.Equal(TestFiles.Sha256(_contents[size]), TestFiles.Sha256(body));
+    }
+
+    [Fact]
+    public async Task Http2_many_concurrent_streams_of_mixed_sizes_arrive_intact()
+    {
+        (TestHost host, Http2TlsOutputStageOptions stage) = await StartAsync();
+        await using TestHost _ = host;
+
+        // 300 requests over HttpClient's single h2 connection: more than Kestrel's 100 concurrent streams.
+        Task[] requests = Enumerable.Range(0, 300).Select(i => AssertFileAsync(host, Transport.H2Tls, Sizes[i % Sizes.Length])).ToArray();
+        await Task.WhenAll(requests);
+
+        long total = Enumerable.Range(0, 300).Sum(i => (long)Sizes[i % Sizes.Length]);
+        Assert.Equal(1, stage.Statistics.ConnectionsStaged);
+        Assert.True(stage.Statistics.BytesForwarded > total, $"forwarded {stage.Statistics.BytesForwarded} of at least {total}");
+    }
+
+    [Fact]
+    public async Task Http11_over_tls_is_staged_in_AllProtocols_mode()
+    {
+        (TestHost host, Http2TlsOutputStageOptions stage) = await StartAsync(o => o.Mode = Http2TlsOutputStageMode.AllProtocols);
+        await using TestHost _ = host;
+
+        foreach (int size in Sizes)
+        {
+            await AssertFileAsync(host, Transport.Http11Tls, size);
+        }
+
+        await Task.WhenAll(Enumerable.Range(0, 20).Select(i => AssertFileAsync(host, Transport.Http11Tls, Sizes[i % Sizes.Length])));
+        Assert.True(stage.Statistics.ConnectionsStaged >= 1);
+        Assert.Equal(0, stage.Statistics.ConnectionsPassedThrough);
+    }
+
+    [Fact]
+    public async Task Default_mode_stages_h2_and_passes_http11_over_tls_through()
+    {
+        (TestHost host, Http2TlsOutputStageOptions stage) = await StartAsync();
+        await using TestHost _ = host;
+
+        Assert.Equal(Http2TlsOutputStageMode.Http2Only, stage.Mode);
+        await AssertFileAsync(host, Transport.Http11Tls, 100_000);
+        Assert.Equal(0, stage.Statistics.ConnectionsStaged);
+        Assert.Equal(1, stage.Statistics.ConnectionsPassedThrough);
+
+        await AssertFileAsync(host, Transport.H2Tls, 100_000);
+        Assert.Equal(1, stage.Statistics.ConnectionsStaged);
+    }
+
+    [Fact]
+    public async Task H2c_endpoint_with_the_stage_is_passed_through_unchanged()
+    {
+        Http2TlsOutputStageOptions? h2cStage = null;
+        (TestHost host, Http2TlsOutputStageOptions _) = await StartAsync(configureH2c: l => l.UseHttp2TlsOutputStage(o =>
+        {
+            o.Mode = Http2TlsOutputStageMode.AllProtocols;
+            h2cStage = o;
+        }));
+        await using TestHost h = host;
+
+        await Task.WhenAll(Sizes.Select(size => AssertFileAsync(host, Transport.H2c, size)));
+        Assert.Equal(0, h2cStage!.Statistics.ConnectionsStaged);
+        Assert.Equal(1, h2cStage.Statistics.ConnectionsPassedThrough);
+    }
+
+    [Fact]
+    public async Task Code_endpoint_uses_the_options_given_to_UseFastFiles()
+    {
+        Http2TlsOutputStageOptions? stage = null;
+        // The TLS endpoint is configured before UseFastFiles runs: the options are looked up when the endpoint starts.
+        await using TestHost host = await TestHost.StartAsync(
+            StageTestApp.Configure(_files, _probe),
+            configureKestrel: k => k.UseFastFiles(o =>
+            {
+                o.Http2TlsOutputStage.Mode = Http2TlsOutputStageMode.AllProtocols;
+                stage = o.Http2TlsOutputStage;
+            }),
+            configureTls: l => l.UseHttp2TlsOutputStage());
+
+        await AssertFileAsync(host, Transport.Http11Tls, 100_000);
+        await AssertFileAsync(host, Transport.H2Tls, 100_000);
+        Assert.Equal(2, stage!.Statistics.ConnectionsStaged);
+    }
+
+    [Fact]
+    public async Task Disabled_mode_installs_nothing()
+    {
+        (TestHost host, Http2TlsOutputStageOptions stage) = await StartAsync(o => o.Mode = Http2TlsOutputStageMode.Disabled);
+        await using TestHost _ = host;
+
+        await AssertFileAsync(host, Transport.H2Tls, 65536);
+        Assert.Equal(0, stage.Statistics.ConnectionsStaged + stage.Statistics.ConnectionsPassedThrough);
+    }
+
+    [Fact]
+    public async Task Client_reset_mid_stream_leaves_the_connection_usable()
+    {
+        (TestHost host, Http2TlsOutputStageOptions stage) = await StartAsync();
+        await using TestHost _ = host;
+
+        for (int i = 0; i < 5; i++)
+        {
+            using (HttpResponseMessage response = await host.Client.SendAsync(host.Request(Transport.H2Tls, "/stream/67108864"), HttpCompletionOption.ResponseHeadersRead))
+            {
+                await using Stream body = await response.Content.ReadAsStreamAsync();
+                byte[] some = new byte[100_000];
+                await body.ReadExactlyAsync(some);
+                Assert.Equal(StageTestApp.Pattern.AsSpan(0, some.Length).ToArray(), some);
+            }
+
+            // Disposing the unfinished response sent RST_STREAM; the server must notice and the connection must go on.
+            await _probe.StreamAborted.Task.WaitAsync(TimeSpan.FromSeconds(30));
+            await AssertFileAsync(host, Transport.H2Tls, 1024 * 1024 + 3);
+        }
+
+        Assert.Equal(1, stage.Statistics.ConnectionsStaged);
+    }
+
+    [Fact]
+    public async Task Graceful_shutdown_completes_in_flight_responses()
+    {
+        (TestHost host, Http2TlsOutputStageOptions stage) = await StartAsync();
+        // Kestrel stops reading once its last stream is done, and a socket closed with unread input is reset, which
+        // can cost the client bytes it has not read yet (stock Kestrel too). So this client sends nothing during the
+        // tail: stream windows larger than a body, and less data in all than SocketsHttpHandler's connection-window
+        // update threshold.
+        using var client = new HttpClient(new SocketsHttpHandler
+        {
+            InitialHttp2StreamWindowSize = 16 * 1024 * 1024,
+            SslOptions = { RemoteCertificateValidationCallback = (_, cert, _, _) => cert is not null && cert.GetCertHashString() == TestCertificate.Instance.GetCertHashString() },
+        });
+        try
+        {
+            const int Count = 30;
+            Task<byte[]>[] downloads = Enumerable.Range(0, Count).Select(async _ =>
+            {
+                using HttpResponseMessage response = await client.SendAsync(host.Request(Transport.H2Tls, "/gated"), HttpCompletionOption.ResponseHeadersRead);
+                return await response.Content.ReadAsByteArrayAsync();
+            }).ToArray();
+
+            using (var started = new CancellationTokenSource(TimeSpan.FromSeconds(60)))
+            {
+                while (_probe.GatedStarted < Count)
+                {
+                    Assert.DoesNotContain(downloads, d => d.IsFaulted);
+                    await Task.Delay(20, started.Token);
+                }
+            }
+
+            // Stop while every response is partly written; the gate opens only once Kestrel is already shutting down.
+            Task stop = host.StopAsync();
+            await Task.Delay(300);
+            Assert.False(stop.IsCompleted);
+            _probe.Gate.SetResult();
+
+            byte[][] bodies = await Task.WhenAll(downloads).WaitAsync(TimeSpan.FromSeconds(60));
+            await stop.WaitAsync(TimeSpan.FromSeconds(60));
+            string expected = TestFiles.Sha256(StageTestApp.Pattern.AsSpan(0, StageTestApp.GatedLength).ToArray());
+            Assert.All(bodies, b => Assert.Equal(expected, TestFiles.Sha256(b)));
+            Assert.Equal(1, stage.Statistics.ConnectionsStaged);
+        }
+        finally
+        {
+            _probe.Gate.TrySetResult();
+            await host.DisposeAsync();
+        }
+    }
+
+    [Fact]
+    public async Task Client_that_stops_reading_keeps_server_memory_bounded_and_is_disconnected()
+    {
+        const long Length = 256L * 1024 * 1024;
+        (TestHost host, Http2TlsOutputStageOptions stage) = await StartAsync(configureKestrel: k =>
+            k.Limits.MinResponseDataRate = new MinDataRate(bytesPerSecond: 1024 * 1024, gracePeriod: TimeSpan.FromSeconds(2)));
+        await using TestHost _ = host;
+        long bound = host.ServerLimits().MaxResponseBufferSize!.Value;
+
+        await using RawHttp2Client client = await RawHttp2Client.ConnectAsync(host.Https, initialWindowSize: int.MaxValue, connectionWindowIncrement: int.MaxValue - 65535, receiveBufferSize: 4096);
+        await client.SendGetAsync(1, $"/stream/{Length}");
+
+        // Read until the body starts, then stop reading the socket entirely.
+        long received = 0;
+        while (received == 0)
+        {
+            RawHttp2Client.Frame frame = (await client.ReadFrameAsync())!;
+            if (frame.Type == RawHttp2Client.Data)
+            {
+                received += frame.Payload.Length;
+            }
+        }
+
+        // Kestrel's MinResponseDataRate rule must end the response, and so the connection.
+        await _probe.StreamAborted.Task.WaitAsync(TimeSpan.FromSeconds(60));
+
+        // Drain what the sockets held: the connection must end well before the whole body.
+        try
+        {
+            using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+            while (await client.ReadFrameAsync(cts.Token) is { } frame)
+            {
+                if (frame.Type == RawHttp2Client.Data)
+                {
+                    received += frame.Payload.Length;
+                }
+            }
+        }
+        catch (IOException)
+        {
+            // Reset by the server: also an end.
+        }
+
+        Assert.True(received < Length / 4, $"received {received}");
+        Assert.True(_probe.StreamBytesFlushed < Length / 4, $"app flushed {_probe.StreamBytesFlushed}");
+        AssertBounded(stage, bound);
+        Console.WriteLine($"slow reader: peak {stage.Statistics.PeakBufferedBytes}, largest batch {stage.Statistics.LargestFlushBatch}, bound {bound}, received {received}");
+    }
+
+    [Fact]
+    public async Task Client_that_never_opens_its_window_cannot_make_the_server_buffer()
+    {
+        const long Length = 256L * 1024 * 1024;
+        (TestHost host, Http2TlsOutputStageOptions stage) = await StartAsync();
+        await using TestHost _ = host;
+        long bound = host.ServerLimits().MaxResponseBufferSize!.Value;
+
+        await using RawHttp2Client client = await RawHttp2Client.ConnectAsync(host.Https, initialWindowSize: 0, connectionWindowIncrement: 0);
+        await client.SendGetAsync(1, $"/stream/{Length}");
+        var reader = Task.Run(async () =>
+        {
+            long data = 0;
+            try
+            {
+                while (await client.ReadFrameAsync() is { } frame)
+                {
+                    if (frame.Type == RawHttp2Client.Data)
+                    {
+                        data += frame.Payload.Length;
+                    }
+                    else if (frame.Type == RawHttp2Client.Settings && (frame.Flags & 0x1) == 0)
+                    {
+                        await client.SendSettingsAckAsync();
+                    }
+                }
+            }
+            catch (Exception ex) when (ex is IOException or ObjectDisposedException)
+            {
+                // The test closed the client.
+            }
+
+            return data;
+        });
+
+        // The app's flush must block once Kestrel's per-stream buffer is full; nothing can reach the wire.
+        await _probe.FirstBlockedFlush.Task.WaitAsync(TimeSpan.FromSeconds(30));
+        long flushedWhenBlocked = _probe.StreamBytesFlushed;
+        Assert.True(flushedWhenBlocked <= bound + StageTestApp.ChunkSize, $"app flushed {flushedWhenBlocked} with a closed window");
+
+        // The client gives up: the response must fail on the server and the stage must not have held the body.
+        await client.SendRstStreamAsync(1);
+        await _probe.StreamAborted.Task.WaitAsync(TimeSpan.FromSeconds(30));
+        Assert.True(_probe.StreamBytesFlushed <= bound + StageTestApp.ChunkSize);
+        Assert.Equal(1, stage.Statistics.ConnectionsStaged);
+        Assert.True(stage.Statistics.PeakBufferedBytes < 4096, $"peak {stage.Statistics.PeakBufferedBytes}");
+        await client.DisposeAsync();
+        Assert.Equal(0, await reader.WaitAsync(TimeSpan.FromSeconds(30)));
+    }
+
+    private static void AssertBounded(Http2TlsOutputStageOptions stage, long bound)
+    {
+        Http2TlsOutputStageStatistics s = stage.Statistics;
+        Assert.Equal(1, s.ConnectionsStaged);
+        // The pipe pauses Kestrel's flush at the bound, so at most one batch of frames can sit on top of it.
+        Assert.True(s.PeakBufferedBytes < bound + s.LargestFlushBatch, $"peak {s.PeakBufferedBytes}, bound {bound}, batch {s.LargestFlushBatch}");
+        Assert.True(s.PeakBufferedBytes <= 3 * bound, $"peak {s.PeakBufferedBytes}, bound {bound}");
+    }
+}
