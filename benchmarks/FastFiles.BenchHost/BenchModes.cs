@@ -1,11 +1,19 @@
+using FastFiles.Connections;
 using FastFiles.StaticFiles;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.AspNetCore.StaticFiles;
 using Microsoft.Extensions.FileProviders;
 
 namespace FastFiles.BenchHost;
 
 /// <summary>One file-serving configuration under test: the services it needs and the middleware it adds.</summary>
-internal sealed record BenchMode(string Description, Action<IServiceCollection> ConfigureServices, Action<WebApplication, string> Configure);
+internal sealed record BenchMode(string Description, Action<IServiceCollection> ConfigureServices, Action<WebApplication, string> Configure)
+{
+    /// <summary>Connection-level setup: Kestrel options, and each endpoint after <c>UseHttps</c> (TLS) or as is (plaintext).</summary>
+    public Action<KestrelServerOptions>? Kestrel { get; init; }
+
+    public Action<ListenOptions>? Listen { get; init; }
+}
 
 /// <summary>
 /// The configurations the harness can compare. Adding one is one entry here (e.g. <c>fastfiles-nocache</c> or
@@ -51,7 +59,21 @@ internal static class BenchModes
         ["fastfiles-buf4k"] = new(
             "UseFastFiles, 4 KiB reads",
             services => services.AddFastFiles(o => o.BufferSize = 4 * 1024),
-            (app, root) => app.UseFastFiles(FastOptions(root))),
+            (app, root) => app.UseFastFiles(FastOptions(root)))
+        {
+            // The two lines a user adds for the connection-level parts; the stage is on for HTTP/2 over TLS.
+            Kestrel = kestrel => kestrel.UseFastFiles(o => o.Http2TlsOutputStage.Mode = Http2TlsOutputStageMode.Http2Only),
+            Listen = listen => listen.UseFastFiles(),
+        },
+
+        ["fastfiles-nostage"] = new(
+            "UseFastFiles, HTTP/2 TLS output stage off",
+            services => services.AddFastFiles(),
+            (app, root) => app.UseFastFiles(FastOptions(root)))
+        {
+            Kestrel = kestrel => kestrel.UseFastFiles(o => o.Http2TlsOutputStage.Mode = Http2TlsOutputStageMode.Disabled),
+            Listen = listen => listen.UseFastFiles(),
+        },
 
         ["fastfiles-nocache"] = new(
             "UseFastFiles with the file cache off",

@@ -28,11 +28,17 @@ X509Certificate2 certificate = CertificateLoader.Load(options.CertificatePath, o
 builder.WebHost.ConfigureKestrel(kestrel =>
 {
     kestrel.AddServerHeader = false;
-    kestrel.Listen(IPAddress.Loopback, options.HttpPort, listen => listen.Protocols = HttpProtocols.Http1);
+    mode.Kestrel?.Invoke(kestrel);
+    kestrel.Listen(IPAddress.Loopback, options.HttpPort, listen =>
+    {
+        listen.Protocols = HttpProtocols.Http1;
+        mode.Listen?.Invoke(listen);
+    });
     kestrel.Listen(IPAddress.Loopback, options.HttpsPort, listen =>
     {
         listen.Protocols = HttpProtocols.Http1AndHttp2;
         listen.UseHttps(certificate);
+        mode.Listen?.Invoke(listen);
     });
 });
 

@@ -66,6 +66,8 @@ class Workload:
     # server answers 304 without needing its own ETag.
     browser: bool = False
     revalidate: bool = False
+    # wrk over TLS (HTTP/1.1 via ALPN), to show the HTTP/2 TLS stage leaves it alone.
+    tls: bool = False
 
 
 BROWSER_HEADERS = [
@@ -91,6 +93,8 @@ WORKLOADS = [
     Workload("h1-64k", "http1", "HTTP/1.1 keep-alive, 64 KiB", "wrk", "f64k.bin", connections=32),
     Workload("h1-1m", "http1", "HTTP/1.1 keep-alive, 1 MiB", "wrk", "f1m.bin", connections=16),
     Workload("h1-100m", "http1", "HTTP/1.1 keep-alive, 100 MiB", "wrk", "f100m.bin", connections=4, ratio_metric="mbps"),
+    Workload("h1tls-1k", "http1", "HTTP/1.1 over TLS keep-alive, 1 KiB", "wrk", "f1k.bin", connections=32, tls=True),
+    Workload("h1tls-64k", "http1", "HTTP/1.1 over TLS keep-alive, 64 KiB", "wrk", "f64k.bin", connections=32, tls=True),
     Workload("h2-1x70-1k", "h2", "HTTP/2 TLS, 1 conn x 70 streams, 1 KiB", "h2load", "f1k.bin", 1, 70),
     Workload("h2-1x70-64k", "h2", "HTTP/2 TLS, 1 conn x 70 streams, 64 KiB", "h2load", "f64k.bin", 1, 70),
     Workload("h2-1x1-1k", "h2", "HTTP/2 TLS, 1 conn x 1 stream, 1 KiB", "h2load", "f1k.bin", 1, 1),
@@ -374,7 +378,7 @@ def load_command(workload: Workload, server: Server, duration: int, work: Path) 
         if workload.revalidate:
             headers += ["-H", "If-Modified-Since: " + email.utils.formatdate(time.time(), usegmt=True)]
         return pin + ["wrk", "-t1", f"-c{workload.connections}", f"-d{duration}s", "--timeout", "10s",
-                      "-s", str(script)] + headers + [server.url(workload.path, tls=False)]
+                      "-s", str(script)] + headers + [server.url(workload.path, tls=workload.tls)]
     # One TLS 1.3 suite for every server: left to negotiate, nginx and Caddy follow h2load's preference (AES-128)
     # while Kestrel prefers its own (AES-256), and the comparison would partly be about the cipher.
     # The h2load warm-up lets all connections finish their handshakes before the measured window opens.

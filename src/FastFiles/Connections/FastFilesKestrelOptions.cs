@@ -9,4 +9,12 @@ public sealed class FastFilesKestrelOptions
     /// </summary>
     /// <remarks>Defaults to a new <see cref="Http2TlsOutputStageOptions"/> (mode <see cref="Http2TlsOutputStageMode.Http2Only"/>).</remarks>
     public Http2TlsOutputStageOptions Http2TlsOutputStage { get; } = new();
+
+    /// <summary>
+    /// Whether endpoints from configuration, and code endpoints that call <c>listenOptions.UseFastFiles()</c>, give each
+    /// connection a cache of parsed request header values (see <c>UseFastFilesHeaderCache</c>). It is not consulted
+    /// when string reuse is disabled.
+    /// </summary>
+    /// <remarks>Defaults to <see langword="true"/>.</remarks>
+    public bool EnableRequestHeaderCache { get; set; } = true;
 }

@@ -46,17 +46,47 @@ public static class FastFilesKestrelExtensions
         Registered.AddOrUpdate(options, fastFiles);
 
         Http2TlsOutputStageOptions stage = fastFiles.Http2TlsOutputStage;
-        if (stage.Mode == Http2TlsOutputStageMode.Disabled || options.ConfigurationLoader is not { } loader)
+        if (options.ConfigurationLoader is not { } loader)
         {
             return options;
         }
 
         foreach (IConfigurationSection endpoint in loader.Configuration.GetSection("Endpoints").GetChildren())
         {
-            loader.Endpoint(endpoint.Key, e => e.UseHttp2TlsOutputStage(stage));
+            loader.Endpoint(endpoint.Key, e =>
+            {
+                if (fastFiles.EnableRequestHeaderCache)
+                {
+                    e.ListenOptions.UseFastFilesHeaderCache();
+                }
+
+                e.UseHttp2TlsOutputStage(stage);
+            });
         }
 
         return options;
+    }
+
+    /// <summary>
+    /// FastFiles' connection-level parts for a code-configured endpoint: the per-connection request header cache and,
+    /// when this follows <c>UseHttps</c>, the HTTP/2 TLS output stage (it passes plaintext connections through).
+    /// Uses the options given to <see cref="UseFastFiles(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on
+    /// the same server if any, else the defaults.
+    /// </summary>
+    /// <param name="listenOptions">The endpoint; call after <c>UseHttps</c> for TLS endpoints.</param>
+    /// <returns>The endpoint.</returns>
+    public static ListenOptions UseFastFiles(this ListenOptions listenOptions)
+    {
+        ArgumentNullException.ThrowIfNull(listenOptions);
+        bool headerCache = listenOptions.KestrelServerOptions is not { } server
+            || !Registered.TryGetValue(server, out FastFilesKestrelOptions? registered)
+            || registered.EnableRequestHeaderCache;
+        if (headerCache)
+        {
+            listenOptions.UseFastFilesHeaderCache();
+        }
+
+        return listenOptions.UseHttp2TlsOutputStage();
     }
 
     /// <summary>
