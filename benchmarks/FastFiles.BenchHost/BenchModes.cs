@@ -13,6 +13,9 @@ internal sealed record BenchMode(string Description, Action<IServiceCollection> 
     public Action<KestrelServerOptions>? Kestrel { get; init; }
 
     public Action<ListenOptions>? Listen { get; init; }
+
+    /// <summary>Run socket continuations inline on the epoll thread (diagnostic; unsafe for blocking apps).</summary>
+    public bool InlineScheduling { get; init; }
 }
 
 /// <summary>
@@ -61,18 +64,40 @@ internal static class BenchModes
             services => services.AddFastFiles(o => o.BufferSize = 4 * 1024),
             (app, root) => app.UseFastFiles(FastOptions(root)))
         {
-            // The two lines a user adds for the connection-level parts; the stage is on for HTTP/2 over TLS.
-            Kestrel = kestrel => kestrel.UseFastFiles(o => o.Http2TlsOutputStage.Mode = Http2TlsOutputStageMode.Http2Only),
+            // What a user adds for the connection-level parts, with defaults (the HTTP/2 TLS stage is opt-in).
+            Kestrel = kestrel => kestrel.UseFastFiles(),
             Listen = listen => listen.UseFastFiles(),
         },
 
-        ["fastfiles-nostage"] = new(
-            "UseFastFiles, HTTP/2 TLS output stage off",
+        ["fastfiles-stage"] = new(
+            "UseFastFiles with the HTTP/2 TLS output stage on (HTTP/2 connections)",
             services => services.AddFastFiles(),
             (app, root) => app.UseFastFiles(FastOptions(root)))
         {
-            Kestrel = kestrel => kestrel.UseFastFiles(o => o.Http2TlsOutputStage.Mode = Http2TlsOutputStageMode.Disabled),
+            Kestrel = kestrel => kestrel.UseFastFiles(o =>
+            {
+                o.EnableHttp2TlsOutputStage = true;
+                o.Http2TlsOutputStage.Mode = Http2TlsOutputStageMode.Http2Only;
+            }),
             Listen = listen => listen.UseFastFiles(),
+        },
+
+        // Diagnostics for "where does the time go": the same 1 KiB body from memory with no file middleware at all
+        // (the ceiling any middleware can reach on this engine), and FastFiles with socket continuations run inline
+        // on the epoll thread instead of the thread pool (Kestrel's UnsafePreferInlineScheduling).
+        ["kestrel-bytes"] = new(
+            "A bare Kestrel endpoint writing an in-memory body of the requested file's size (no file middleware)",
+            _ => { },
+            (app, root) => app.Run(InMemoryBody(root))),
+
+        ["fastfiles-inline"] = new(
+            "UseFastFiles with Kestrel's UnsafePreferInlineScheduling",
+            services => services.AddFastFiles(),
+            (app, root) => app.UseFastFiles(FastOptions(root)))
+        {
+            Kestrel = kestrel => kestrel.UseFastFiles(),
+            Listen = listen => listen.UseFastFiles(),
+            InlineScheduling = true,
         },
 
         ["fastfiles-nocache"] = new(
@@ -80,6 +105,32 @@ internal static class BenchModes
             services => services.AddFastFiles(o => o.EnableFileCache = false),
             (app, root) => app.UseFastFiles(FastOptions(root))),
     };
+
+    // Bodies are read once at start-up, so the endpoint measures Kestrel alone; unknown paths are 404.
+    private static RequestDelegate InMemoryBody(string root)
+    {
+        var bodies = new Dictionary<string, byte[]>(StringComparer.Ordinal);
+        foreach (string file in Directory.EnumerateFiles(root, "*", SearchOption.AllDirectories))
+        {
+            if (new FileInfo(file).Length <= 1024 * 1024)
+            {
+                bodies["/" + Path.GetRelativePath(root, file).Replace(Path.DirectorySeparatorChar, '/')] = File.ReadAllBytes(file);
+            }
+        }
+
+        return context =>
+        {
+            if (!bodies.TryGetValue(context.Request.Path.Value ?? string.Empty, out byte[]? body))
+            {
+                context.Response.StatusCode = StatusCodes.Status404NotFound;
+                return Task.CompletedTask;
+            }
+
+            context.Response.ContentType = DefaultContentType;
+            context.Response.ContentLength = body.Length;
+            return context.Response.Body.WriteAsync(body).AsTask();
+        };
+    }
 
     private static FastStaticFileOptions FastOptions(string root) => new()
     {

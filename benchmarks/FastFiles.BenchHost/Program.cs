@@ -42,6 +42,11 @@ builder.WebHost.ConfigureKestrel(kestrel =>
     });
 });
 
+if (mode.InlineScheduling)
+{
+    builder.WebHost.UseSockets(sockets => sockets.UnsafePreferInlineScheduling = true);
+}
+
 mode.ConfigureServices(builder.Services);
 WebApplication app = builder.Build();
 

@@ -149,30 +149,7 @@ public class PreconditionBenchmarks
     public long FastFiles()
     {
         IHeaderDictionary headers = _fastRequest.Headers;
-        int status = FileResponder.EvaluatePreconditions(headers, _file, isGetOrHead: true);
-        long start = 0;
-        long count = _file.Length;
-        if (status == StatusCodes.Status200OK)
-        {
-            Microsoft.Extensions.Primitives.StringValues range = headers.Range;
-            if (range.Count == 1 && FileResponder.IfRangeAllows(headers.IfRange, _file))
-            {
-                switch (ByteRangeParser.Parse(range.ToString(), _file.Length, out start, out count))
-                {
-                    case RangeKind.Single:
-                        status = StatusCodes.Status206PartialContent;
-                        break;
-                    case RangeKind.Unsatisfiable:
-                        status = StatusCodes.Status416RangeNotSatisfiable;
-                        break;
-                    default:
-                        start = 0;
-                        count = _file.Length;
-                        break;
-                }
-            }
-        }
-
+        int status = FileResponder.Evaluate(headers, _file, isGet: true, isHead: false, enableRanges: true, parsed: null, out long start, out long count);
         return status + start + count;
     }
 

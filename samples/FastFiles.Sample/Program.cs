@@ -40,15 +40,19 @@ if (rootArgument is null)
 }
 
 var certificate = SampleCertificate.DevelopmentOrSelfSigned(out bool generated);
+bool customUrls = !string.IsNullOrEmpty(builder.Configuration["urls"]) || !string.IsNullOrEmpty(builder.Configuration["ASPNETCORE_URLS"]);
 builder.WebHost.ConfigureKestrel(kestrel =>
 {
+    // FastFiles' connection-level parts: configuration endpoints (Kestrel:Endpoints) get them here.
+    kestrel.UseFastFiles();
     kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = certificate);
+    if (!customUrls)
+    {
+        // Code endpoints add them per endpoint: the request header cache, and after UseHttps the HTTP/2 TLS stage.
+        kestrel.Listen(IPAddress.Loopback, 5080, listen => listen.UseFastFiles());
+        kestrel.Listen(IPAddress.Loopback, 5443, listen => listen.UseHttps(certificate).UseFastFiles());
+    }
 });
-
-if (string.IsNullOrEmpty(builder.Configuration["urls"]) && string.IsNullOrEmpty(builder.Configuration["ASPNETCORE_URLS"]))
-{
-    builder.WebHost.UseUrls("http://127.0.0.1:5080", "https://127.0.0.1:5443");
-}
 
 // Options come from the "FastFiles" section of appsettings.json; code can refine them.
 builder.Services.AddFastFiles();

@@ -60,7 +60,10 @@ public static class FastFilesKestrelExtensions
                     e.ListenOptions.UseFastFilesHeaderCache();
                 }
 
-                e.UseHttp2TlsOutputStage(stage);
+                if (fastFiles.EnableHttp2TlsOutputStage)
+                {
+                    e.UseHttp2TlsOutputStage(stage);
+                }
             });
         }
 
@@ -69,7 +72,8 @@ public static class FastFilesKestrelExtensions
 
     /// <summary>
     /// FastFiles' connection-level parts for a code-configured endpoint: the per-connection request header cache and,
-    /// when this follows <c>UseHttps</c>, the HTTP/2 TLS output stage (it passes plaintext connections through).
+    /// when <see cref="FastFilesKestrelOptions.EnableHttp2TlsOutputStage"/> is set and this follows <c>UseHttps</c>, the
+    /// HTTP/2 TLS output stage (it passes plaintext connections through).
     /// Uses the options given to <see cref="UseFastFiles(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on
     /// the same server if any, else the defaults.
     /// </summary>
@@ -78,15 +82,25 @@ public static class FastFilesKestrelExtensions
     public static ListenOptions UseFastFiles(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
-        bool headerCache = listenOptions.KestrelServerOptions is not { } server
-            || !Registered.TryGetValue(server, out FastFilesKestrelOptions? registered)
-            || registered.EnableRequestHeaderCache;
-        if (headerCache)
+        // Resolved when the endpoint is built, so KestrelServerOptions.UseFastFiles may run before or after this call.
+        listenOptions.Use(next =>
         {
-            listenOptions.UseFastFilesHeaderCache();
-        }
+            FastFilesKestrelOptions? registered = listenOptions.KestrelServerOptions is { } server
+                && Registered.TryGetValue(server, out FastFilesKestrelOptions? found) ? found : null;
+            ConnectionDelegate pipeline = next;
+            if (registered is { EnableHttp2TlsOutputStage: true })
+            {
+                pipeline = CreateStage(pipeline, registered.Http2TlsOutputStage, listenOptions);
+            }
 
-        return listenOptions.UseHttp2TlsOutputStage();
+            if (registered?.EnableRequestHeaderCache ?? true)
+            {
+                pipeline = new RequestHeaderCacheMiddleware(pipeline).OnConnectionAsync;
+            }
+
+            return pipeline;
+        });
+        return listenOptions;
     }
 
     /// <summary>

@@ -37,6 +37,7 @@ public sealed class ConfigurationEndpointTests : IDisposable
         Http2TlsOutputStageOptions? stage = null;
         builder.WebHost.ConfigureKestrel(k => k.UseFastFiles(o =>
         {
+            o.EnableHttp2TlsOutputStage = true;
             o.Http2TlsOutputStage.Mode = Http2TlsOutputStageMode.AllProtocols;
             stage = o.Http2TlsOutputStage;
         }));

@@ -121,6 +121,7 @@ public sealed class Http2TlsOutputStageTests : IDisposable
             StageTestApp.Configure(_files, _probe),
             configureKestrel: k => k.UseFastFiles(o =>
             {
+                o.EnableHttp2TlsOutputStage = true;
                 o.Http2TlsOutputStage.Mode = Http2TlsOutputStageMode.AllProtocols;
                 stage = o.Http2TlsOutputStage;
             }),
@@ -129,6 +130,26 @@ public sealed class Http2TlsOutputStageTests : IDisposable
         await AssertFileAsync(host, Transport.Http11Tls, 100_000);
         await AssertFileAsync(host, Transport.H2Tls, 100_000);
         Assert.Equal(2, stage!.Statistics.ConnectionsStaged);
+    }
+
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public async Task ListenOptions_UseFastFiles_adds_the_stage_only_when_enabled(bool enabled)
+    {
+        Http2TlsOutputStageOptions? stage = null;
+        await using TestHost host = await TestHost.StartAsync(
+            StageTestApp.Configure(_files, _probe),
+            configureKestrel: k => k.UseFastFiles(o =>
+            {
+                o.EnableHttp2TlsOutputStage = enabled;
+                stage = o.Http2TlsOutputStage;
+            }),
+            configureTls: l => l.UseFastFiles());
+
+        await AssertFileAsync(host, Transport.H2Tls, 100_000);
+        // The stage counts every connection it sees; when it is not installed it sees none.
+        Assert.Equal(enabled ? 1 : 0, stage!.Statistics.ConnectionsStaged);
     }
 
     [Fact]
