@@ -127,8 +127,19 @@ internal static class BenchModes
             }
 
             context.Response.ContentType = DefaultContentType;
-            context.Response.ContentLength = body.Length;
-            return context.Response.Body.WriteAsync(body).AsTask();
+            ReadOnlyMemory<byte> bytes = body;
+            // Only the "bytes=first-last" form the harness' correctness check sends.
+            string range = context.Request.Headers.Range.ToString();
+            if (range.StartsWith("bytes=", StringComparison.Ordinal) && range[6..].Split('-') is [var first, var last]
+                && long.TryParse(first, out long from) && long.TryParse(last, out long to) && from <= to && to < body.Length)
+            {
+                bytes = bytes[(int)from..((int)to + 1)];
+                context.Response.StatusCode = StatusCodes.Status206PartialContent;
+                context.Response.Headers.ContentRange = $"bytes {from}-{to}/{body.Length}";
+            }
+
+            context.Response.ContentLength = bytes.Length;
+            return context.Response.Body.WriteAsync(bytes).AsTask();
         };
     }
 
