@@ -40,7 +40,7 @@ SERVER_CPU = "0"
 CLIENT_CPU = "1"
 
 # .NET configurations are BenchHost --mode names; adding a mode there and its name here is all it takes.
-DOTNET_MODES = ["stock", "sendfile", "fastfiles"]
+DOTNET_MODES = ["stock", "sendfile", "fastfiles", "fastfiles-stage", "fastfiles-nocache"]
 PEERS = ["nginx", "caddy"]
 REQUIRED_TOOLS = {"wrk": "wrk", "h2load": "nghttp2-client", "nginx": "nginx", "curl": "curl", "openssl": "openssl"}
 
