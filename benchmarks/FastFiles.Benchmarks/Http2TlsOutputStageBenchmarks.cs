@@ -110,14 +110,7 @@ public class Http2TlsOutputStageBenchmarks
 
         public TlsSide()
         {
-            _output = new Pipe(new PipeOptions(
-                pool: new BlockMemoryPool(),
-                readerScheduler: PipeScheduler.Inline,
-                writerScheduler: PipeScheduler.Inline,
-                pauseWriterThreshold: 64 * 1024,
-                resumeWriterThreshold: 32 * 1024,
-                minimumSegmentSize: BlockMemoryPool.BlockSize,
-                useSynchronizationContext: false));
+            _output = new Pipe(DrainedPipe.KestrelShapedOptions());
             _drain = DrainAsync(_output.Reader);
         }
 

@@ -17,20 +17,23 @@ internal sealed class DrainedPipe : IAsyncDisposable
 
     public DrainedPipe()
     {
-        _pipe = new Pipe(new PipeOptions(
-            pool: new BlockMemoryPool(),
-            readerScheduler: PipeScheduler.Inline,
-            writerScheduler: PipeScheduler.Inline,
-            pauseWriterThreshold: 64 * 1024,
-            resumeWriterThreshold: 32 * 1024,
-            minimumSegmentSize: BlockMemoryPool.BlockSize,
-            useSynchronizationContext: false));
+        _pipe = new Pipe(KestrelShapedOptions());
         _drain = DrainAsync(_pipe.Reader);
         // One stream for the life of the pipe, as Kestrel keeps one HttpResponseStream per connection.
         Stream = _pipe.Writer.AsStream(leaveOpen: true);
     }
 
     public PipeWriter Writer => _pipe.Writer;
+
+    /// <summary>Kestrel-shaped output pipe options: 4 KiB pinned blocks, 64 KiB pause / 32 KiB resume, inline schedulers.</summary>
+    public static PipeOptions KestrelShapedOptions() => new(
+        pool: new BlockMemoryPool(),
+        readerScheduler: PipeScheduler.Inline,
+        writerScheduler: PipeScheduler.Inline,
+        pauseWriterThreshold: 64 * 1024,
+        resumeWriterThreshold: 32 * 1024,
+        minimumSegmentSize: BlockMemoryPool.BlockSize,
+        useSynchronizationContext: false);
 
     /// <summary>The stream view of <see cref="Writer"/> that the stock SendFile fallback writes to.</summary>
     public Stream Stream { get; }

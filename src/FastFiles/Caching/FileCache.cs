@@ -108,11 +108,10 @@ internal sealed class FileCache : IDisposable
                 {
                     using (variant)
                     {
-                        // A sidecar older than its original is stale (the original was rebuilt without it).
-                        if (variant!.LastModified >= identity.LastModified)
+                        if (Sidecar.IsFresh(variant!, identity))
                         {
-                            variants[i] = Snapshot(variant, ref torn);
-                            stamps[i] = variant.Stamp;
+                            variants[i] = Snapshot(variant!, ref torn);
+                            stamps[i] = variant!.Stamp;
                         }
                     }
                 }
@@ -166,7 +165,7 @@ internal sealed class FileCache : IDisposable
         }
 
         // Only bytes read between two identical stamps are one version of the file.
-        if (total != content.Length || FileStamp.FromHandle(opened.Handle!, opened.PhysicalPath!) != opened.Stamp)
+        if (total != content.Length || FileStamp.FromHandle(opened.Handle!) != opened.Stamp)
         {
             torn = true;
             return opened.ForCache(null);

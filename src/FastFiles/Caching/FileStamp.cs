@@ -37,7 +37,7 @@ internal readonly partial record struct FileStamp(ulong Device, ulong Inode, lon
     }
 
     /// <summary>Stats an open file (fstat semantics).</summary>
-    public static FileStamp FromHandle(SafeFileHandle handle, string pathForFallback)
+    public static FileStamp FromHandle(SafeFileHandle handle)
     {
         if (OperatingSystem.IsLinux() && !s_statxMissing)
         {
@@ -62,7 +62,6 @@ internal readonly partial record struct FileStamp(ulong Device, ulong Inode, lon
         long length = RandomAccess.GetLength(handle);
         long ticks = File.GetLastWriteTimeUtc(handle).Ticks;
         long nanos = (ticks - DateTime.UnixEpoch.Ticks) * 100;
-        _ = pathForFallback;
         return new FileStamp(0, 0, length, nanos, nanos, false);
     }
 

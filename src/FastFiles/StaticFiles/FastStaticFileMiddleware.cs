@@ -184,7 +184,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                     found = _source.TryOpen(subpath, null, out identity);
                 }
 
-                if (found == LookupResult.NotFound && _options.DefaultFileNames.Count > 0 && IsDirectory(subpath))
+                if (found == LookupResult.NotFound && _options.DefaultFileNames.Count > 0 && _source.DirectoryExists(subpath))
                 {
                     found = LookupResult.Directory;
                 }
@@ -251,14 +251,13 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                     (_, string suffix, string token) = Sidecar.All[Sidecar.IndexOf(choice)];
                     if (_source.TryOpen(subpath + suffix, token, out FileVersion? variant) == LookupResult.File)
                     {
-                        // A sidecar older than its original is stale (the original was rebuilt without it).
-                        if (variant!.LastModified >= identity.LastModified)
+                        if (Sidecar.IsFresh(variant!, identity))
                         {
-                            selected = variant;
+                            selected = variant!;
                         }
                         else
                         {
-                            variant.Dispose();
+                            variant!.Dispose();
                         }
                     }
                 }
@@ -288,11 +287,6 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         contentType = _options.DefaultContentType;
         return _options.ServeUnknownFileTypes;
     }
-
-    private bool IsDirectory(string subpath)
-        => _source is PhysicalFileSource physical
-            ? Directory.Exists(physical.MapPath(subpath))
-            : _source.TryOpen(subpath, null, out _) == LookupResult.Directory;
 
     private string? FindDefaultFile(string directoryPath, out FileVersion? version)
     {

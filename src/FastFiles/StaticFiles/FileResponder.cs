@@ -55,7 +55,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                 return false;
             }
 
-            if (Caching.FileStamp.FromHandle(opened, file.PhysicalPath) != file.Stamp)
+            if (Caching.FileStamp.FromHandle(opened) != file.Stamp)
             {
                 opened.Dispose();
                 return false;

@@ -15,4 +15,7 @@ internal abstract class FileSource
 
     /// <summary>Whether a regular file exists at <paramref name="subpath"/>; used to probe sidecars.</summary>
     public abstract bool FileExists(string subpath);
+
+    /// <summary>Whether a directory exists at <paramref name="subpath"/>; used for default files.</summary>
+    public abstract bool DirectoryExists(string subpath);
 }

@@ -71,7 +71,7 @@ internal sealed class FileVersion : IDisposable
         SafeFileHandle handle = OpenHandle(path);
         try
         {
-            return new FileVersion(path, handle, null, FileStamp.FromHandle(handle, path), contentEncoding, null);
+            return new FileVersion(path, handle, null, FileStamp.FromHandle(handle), contentEncoding, null);
         }
         catch
         {

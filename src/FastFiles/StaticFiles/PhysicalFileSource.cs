@@ -58,6 +58,8 @@ internal sealed partial class PhysicalFileSource : FileSource
 
     public override bool FileExists(string subpath) => File.Exists(MapPath(subpath));
 
+    public override bool DirectoryExists(string subpath) => Directory.Exists(MapPath(subpath));
+
     private bool IsInsideRoot(string path)
         => _followLinksOutsideRoot || (RealPath(path) + Path.DirectorySeparatorChar).StartsWith(_realRootWithSeparator, StringComparison.Ordinal);
 

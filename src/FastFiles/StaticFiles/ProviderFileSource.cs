@@ -39,6 +39,8 @@ internal sealed class ProviderFileSource(IFileProvider provider) : FileSource
         }
     }
 
+    public override bool DirectoryExists(string subpath) => provider.GetDirectoryContents(subpath).Exists;
+
     public override bool FileExists(string subpath)
     {
         IFileInfo info = provider.GetFileInfo(subpath);

@@ -21,6 +21,12 @@ internal static class Sidecar
         _ => Gzip,
     };
 
+    /// <summary>
+    /// Whether a sidecar may stand for <paramref name="original"/>: one older than its original is stale (the
+    /// original was rebuilt without it) and is ignored.
+    /// </summary>
+    public static bool IsFresh(FileVersion sidecar, FileVersion original) => sidecar.LastModified >= original.LastModified;
+
     /// <summary>The original's sub-path when <paramref name="path"/> names a sidecar, else null.</summary>
     public static string? OriginalOf(string path)
     {
