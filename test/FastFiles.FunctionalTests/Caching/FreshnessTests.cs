@@ -61,7 +61,17 @@ public sealed class FreshnessTests : IAsyncLifetime
         var first = await GetAsync("/same.txt");
         Assert.Equal(v1, first.Body);
 
-        byte[] v2 = _files.Create("same.txt", 2048, seed: 2);
+        // Within one second, but on a later file-system clock tick: kernels before 6.13 stamp writes from a clock
+        // that advances every few milliseconds, and two writes in one tick are indistinguishable to any stat.
+        DateTime before = File.GetLastWriteTimeUtc(_files.PathOf("same.txt"));
+        byte[] v2;
+        do
+        {
+            await Task.Delay(5);
+            v2 = _files.Create("same.txt", 2048, seed: 2);
+        }
+        while (File.GetLastWriteTimeUtc(_files.PathOf("same.txt")) == before);
+
         var second = await EventuallyAsync("/same.txt", r => r.Body.SequenceEqual(v2));
         Assert.Equal(v2, second.Body);
         // Nanosecond modification times make the two same-second versions different validators.
@@ -77,6 +87,8 @@ public sealed class FreshnessTests : IAsyncLifetime
         // Same length and mtime put back (as cp -p or touch -d would): only the change time, inode-level
         // notifications and the content itself differ. The cache must still drop the old bytes.
         DateTime mtime = File.GetLastWriteTimeUtc(_files.PathOf("restored.txt"));
+        // A later change-time tick (see above), so the stamp differs even where change notifications are unavailable.
+        await Task.Delay(50);
         byte[] v2 = _files.Create("restored.txt", 2048, seed: 2);
         File.SetLastWriteTimeUtc(_files.PathOf("restored.txt"), mtime);
 

@@ -23,7 +23,7 @@ public sealed class ConfigurationEndpointTests : IDisposable
     {
         string pfx = _files.PathOf("server.pfx");
         File.WriteAllBytes(pfx, TestCertificate.Instance.Export(X509ContentType.Pkcs12, "pw"));
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions { EnvironmentName = "Production", ContentRootPath = AppContext.BaseDirectory });
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions { Args = ["--hostBuilder:reloadConfigOnChange=false"], EnvironmentName = "Production", ContentRootPath = AppContext.BaseDirectory });
         builder.Logging.ClearProviders();
         builder.Configuration.AddInMemoryCollection(new Dictionary<string, string?>
         {
@@ -91,7 +91,7 @@ public sealed class ConfigurationEndpointTests : IDisposable
             k.ConfigurationLoader!.Endpoint("Secure", e =>
             {
                 called = true;
-                e.HttpsOptions.HandshakeTimeout = TimeSpan.FromSeconds(5);
+                e.HttpsOptions.HandshakeTimeout = TimeSpan.FromSeconds(30);
                 e.UseHttp2TlsOutputStage(o => own = o);
             })));
         await using WebApplication _ = app;

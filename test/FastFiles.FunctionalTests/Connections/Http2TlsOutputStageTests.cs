@@ -1,4 +1,7 @@
 using System.Net;
+using System.Net.Security;
+using System.Net.Sockets;
+using System.Text;
 using FastFiles.Connections;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Hosting;
@@ -234,6 +237,54 @@ public sealed class Http2TlsOutputStageTests : IDisposable
             _probe.Gate.TrySetResult();
             await host.DisposeAsync();
         }
+    }
+
+    [Fact]
+    public async Task Tail_still_in_the_stage_when_the_connection_ends_reaches_the_client()
+    {
+        // A bound far above the body lets Kestrel finish the response, and close the connection (Connection: close),
+        // while most of the body still waits in the stage's pipe behind a client that has not read yet. TLS must not be
+        // disposed under the stage before it has sent all of that. The sockets and Kestrel's transport pipe take about
+        // 2 MiB of a body nobody reads, so 16 MiB leaves most of it in the stage.
+        const int Length = 16 * 1024 * 1024;
+        (TestHost host, Http2TlsOutputStageOptions stage) = await StartAsync(o =>
+        {
+            o.Mode = Http2TlsOutputStageMode.AllProtocols;
+            o.MaxBufferSize = 4L * Length;
+        });
+        await using TestHost _ = host;
+
+        using var tcp = new TcpClient { ReceiveBufferSize = 4096 };
+        await tcp.ConnectAsync(IPAddress.Loopback, host.Https.Port);
+        await using var tls = new SslStream(tcp.GetStream());
+        await tls.AuthenticateAsClientAsync(new SslClientAuthenticationOptions
+        {
+            TargetHost = "localhost",
+            ApplicationProtocols = [SslApplicationProtocol.Http11],
+            RemoteCertificateValidationCallback = (_, cert, _, _) => cert is not null && cert.GetCertHashString() == TestCertificate.Instance.GetCertHashString(),
+        });
+        await tls.WriteAsync(Encoding.ASCII.GetBytes($"GET /stream/{Length} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+
+        // Only once the server is done with the response (and so is about to end the connection) does the client read.
+        await _probe.StreamCompleted.Task.WaitAsync(TimeSpan.FromSeconds(60));
+        await Task.Delay(500);
+        using var received = new MemoryStream();
+        await tls.CopyToAsync(received).WaitAsync(TimeSpan.FromSeconds(60));
+
+        byte[] response = received.ToArray();
+        int headerEnd = response.AsSpan().IndexOf("\r\n\r\n"u8);
+        Assert.True(headerEnd > 0, "no response head");
+        Assert.StartsWith("HTTP/1.1 200", Encoding.ASCII.GetString(response, 0, headerEnd));
+        ReadOnlySpan<byte> body = response.AsSpan(headerEnd + 4);
+        Assert.Equal(Length, body.Length);
+        for (int offset = 0; offset < Length; offset += StageTestApp.Pattern.Length)
+        {
+            int count = Math.Min(StageTestApp.Pattern.Length, Length - offset);
+            Assert.True(body.Slice(offset, count).SequenceEqual(StageTestApp.Pattern.AsSpan(0, count)), $"bytes differ in [{offset}, {offset + count})");
+        }
+
+        // The premise: the tail really was queued in the stage while Kestrel finished.
+        Assert.True(stage.Statistics.PeakBufferedBytes > Length / 2, $"peak buffered {stage.Statistics.PeakBufferedBytes}");
     }
 
     [Fact]

@@ -21,6 +21,9 @@ internal sealed class ServerProbe
     /// <summary>Set the first time a flush of <c>/stream</c> did not complete synchronously: backpressure reached the app.</summary>
     public TaskCompletionSource FirstBlockedFlush { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
+    /// <summary>Set when a <c>/stream</c> handler has written and flushed its whole body.</summary>
+    public TaskCompletionSource StreamCompleted { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
     /// <summary>Set when a <c>/stream</c> response ended before all its bytes were written.</summary>
     public TaskCompletionSource StreamAborted { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
@@ -94,6 +97,10 @@ internal static class StageTestApp
                 if (written < length)
                 {
                     probe.StreamAborted.TrySetResult();
+                }
+                else
+                {
+                    probe.StreamCompleted.TrySetResult();
                 }
             }
         });

@@ -75,6 +75,9 @@ public sealed class TestHost : IAsyncDisposable
     {
         var options = new WebApplicationOptions
         {
+            // No appsettings reload watcher: it would take one of the user's inotify instances per host, and hundreds
+            // of hosts run here; FastFiles' own cache watchers are the ones under test.
+            Args = ["--hostBuilder:reloadConfigOnChange=false"],
             EnvironmentName = "Production",
             ContentRootPath = contentRoot ?? AppContext.BaseDirectory,
             WebRootPath = webRoot,
