@@ -12,6 +12,9 @@ internal sealed class BenchHostOptions
 
     public int HttpsPort { get; private init; } = 5443;
 
+    /// <summary>HTTP/2 cleartext (prior knowledge); no such endpoint when not given.</summary>
+    public int? H2cPort { get; private init; }
+
     /// <summary>A PFX, or a PEM certificate with <see cref="KeyPath"/> (the harness shares its PEM pair with nginx).</summary>
     public string CertificatePath { get; private init; } = "";
 
@@ -30,7 +33,7 @@ internal sealed class BenchHostOptions
             values[args[i][2..]] = args[++i];
         }
 
-        var known = new HashSet<string>(["mode", "root", "http-port", "https-port", "cert", "key"], StringComparer.Ordinal);
+        var known = new HashSet<string>(["mode", "root", "http-port", "https-port", "h2c-port", "cert", "key"], StringComparer.Ordinal);
         foreach (string name in values.Keys.Where(k => !known.Contains(k)))
         {
             throw new ArgumentException($"Unknown option --{name}.");
@@ -48,6 +51,7 @@ internal sealed class BenchHostOptions
             Root = root,
             HttpPort = values.TryGetValue("http-port", out string? http) ? int.Parse(http, CultureInfo.InvariantCulture) : 5080,
             HttpsPort = values.TryGetValue("https-port", out string? https) ? int.Parse(https, CultureInfo.InvariantCulture) : 5443,
+            H2cPort = values.TryGetValue("h2c-port", out string? h2c) ? int.Parse(h2c, CultureInfo.InvariantCulture) : null,
             CertificatePath = values.GetValueOrDefault("cert") ?? throw new ArgumentException("--cert is required (PFX, or PEM with --key)."),
             KeyPath = values.GetValueOrDefault("key"),
         };

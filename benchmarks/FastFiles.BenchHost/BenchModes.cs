@@ -82,6 +82,17 @@ internal static class BenchModes
             Listen = listen => listen.UseFastFiles(),
         },
 
+        // The "stage off" twin of fastfiles-stage: the same connection-level setup with FastFiles' defaults, so the
+        // pair differs only in the stage (plain "fastfiles" has no connection-level parts at all).
+        ["fastfiles-nostage"] = new(
+            "UseFastFiles with the connection-level parts at their defaults (request header cache on, HTTP/2 TLS stage off)",
+            services => services.AddFastFiles(),
+            (app, root) => app.UseFastFiles(FastOptions(root)))
+        {
+            Kestrel = kestrel => kestrel.UseFastFiles(),
+            Listen = listen => listen.UseFastFiles(),
+        },
+
         // Diagnostics for "where does the time go": the same 1 KiB body from memory with no file middleware at all
         // (the ceiling any middleware can reach on this engine), and FastFiles with socket continuations run inline
         // on the epoll thread instead of the thread pool (Kestrel's UnsafePreferInlineScheduling).

@@ -3,9 +3,11 @@ using System.Security.Cryptography.X509Certificates;
 using FastFiles.BenchHost;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 
-// The load-test host: one app, one file-serving configuration per --mode, HTTP/1.1 plaintext and HTTP/2 (and
-// HTTP/1.1) over TLS on loopback, and /_stats for the harness. Usage:
-//   FastFiles.BenchHost --mode fastfiles --root DIR --http-port 5000 --https-port 5001 --cert cert.pem --key key.pem
+// The load-test host: one app, one file-serving configuration per --mode, HTTP/1.1 plaintext, HTTP/2 (and
+// HTTP/1.1) over TLS and, with --h2c-port, HTTP/2 cleartext with prior knowledge on loopback, and /_stats for the
+// harness. Usage:
+//   FastFiles.BenchHost --mode fastfiles --root DIR --http-port 5000 --https-port 5001 [--h2c-port 5002]
+//                       --cert cert.pem --key key.pem
 var options = BenchHostOptions.Parse(args);
 if (!BenchModes.All.TryGetValue(options.Mode, out BenchMode? mode) || mode is null)
 {
@@ -40,6 +42,16 @@ builder.WebHost.ConfigureKestrel(kestrel =>
         listen.UseHttps(certificate);
         mode.Listen?.Invoke(listen);
     });
+    if (options.H2cPort is int h2cPort)
+    {
+        // HTTP/2 alone on a plaintext endpoint is prior knowledge: without TLS there is no ALPN to negotiate with,
+        // and Kestrel does not do the HTTP/1.1 Upgrade dance.
+        kestrel.Listen(IPAddress.Loopback, h2cPort, listen =>
+        {
+            listen.Protocols = HttpProtocols.Http2;
+            mode.Listen?.Invoke(listen);
+        });
+    }
 });
 
 if (mode.InlineScheduling)

@@ -12,6 +12,7 @@ import argparse
 import email.utils
 import atexit
 import datetime as dt
+import functools
 import hashlib
 import json
 import os
@@ -40,7 +41,7 @@ SERVER_CPU = "0"
 CLIENT_CPU = "1"
 
 # .NET configurations are BenchHost --mode names; adding a mode there and its name here is all it takes.
-DOTNET_MODES = ["stock", "sendfile", "fastfiles", "fastfiles-stage", "fastfiles-nocache"]
+DOTNET_MODES = ["stock", "sendfile", "fastfiles", "fastfiles-stage", "fastfiles-nostage", "fastfiles-nocache"]
 PEERS = ["nginx", "caddy"]
 REQUIRED_TOOLS = {"wrk": "wrk", "h2load": "nghttp2-client", "nginx": "nginx", "curl": "curl", "openssl": "openssl"}
 
@@ -54,7 +55,7 @@ MIXED_FILES = {f"mixed/m{i:02d}.bin": round((1 + i * 84 / 19) * KIB) for i in ra
 @dataclass
 class Workload:
     name: str
-    group: str  # "http1" or "h2"
+    group: str  # "http1", "h2" or "h2c"
     title: str
     tool: str  # "wrk" or "h2load"
     path: str | None = None  # a single file, or None for the mixed set
@@ -68,6 +69,8 @@ class Workload:
     revalidate: bool = False
     # wrk over TLS (HTTP/1.1 via ALPN), to show the HTTP/2 TLS stage leaves it alone.
     tls: bool = False
+    # h2load on the cleartext HTTP/2 port (prior knowledge): HTTP/2 framing without TLS, which the stage passes through.
+    h2c: bool = False
 
 
 BROWSER_HEADERS = [
@@ -100,6 +103,9 @@ WORKLOADS = [
     Workload("h2-1x1-1k", "h2", "HTTP/2 TLS, 1 conn x 1 stream, 1 KiB", "h2load", "f1k.bin", 1, 1),
     Workload("h2-1x1-64k", "h2", "HTTP/2 TLS, 1 conn x 1 stream, 64 KiB", "h2load", "f64k.bin", 1, 1),
     Workload("h2-16x100-mixed", "h2", "HTTP/2 TLS, 16 conns x 100 streams, 20 files of 1-85 KiB", "h2load", None, 16, 100),
+    Workload("h2c-1x70-1k", "h2c", "HTTP/2 cleartext, 1 conn x 70 streams, 1 KiB", "h2load", "f1k.bin", 1, 70, h2c=True),
+    Workload("h2c-1x1-64k", "h2c", "HTTP/2 cleartext, 1 conn x 1 stream, 64 KiB", "h2load", "f64k.bin", 1, 1, h2c=True),
+    Workload("h2c-16x100-mixed", "h2c", "HTTP/2 cleartext, 16 conns x 100 streams, 20 files of 1-85 KiB", "h2load", None, 16, 100, h2c=True),
 ]
 
 WRK_SCRIPT = """
@@ -237,12 +243,17 @@ class Server:
     name: str
     http_port: int
     https_port: int
+    h2c_port: int
     is_dotnet: bool
     proc: subprocess.Popen | None = None
     log_path: Path | None = None
 
     def url(self, path: str, tls: bool) -> str:
         return f"https://127.0.0.1:{self.https_port}/{path}" if tls else f"http://127.0.0.1:{self.http_port}/{path}"
+
+    def h2c_url(self, path: str) -> str:
+        # Plain http:// on a port that speaks only HTTP/2: curl needs --http2-prior-knowledge, h2load does it by default.
+        return f"http://127.0.0.1:{self.h2c_port}/{path}"
 
 
 def port_free(port: int) -> bool:
@@ -257,7 +268,7 @@ def port_free(port: int) -> bool:
 
 
 def start_server(server: Server, work: Path, files: Path, cert: Path, key: Path) -> None:
-    for port in (server.http_port, server.https_port):
+    for port in (server.http_port, server.https_port, server.h2c_port):
         if not port_free(port):
             sys.exit(f"port {port} on 127.0.0.1 is in use; pass --base-port")
     server.log_path = work / f"{server.name}.log"
@@ -266,6 +277,7 @@ def start_server(server: Server, work: Path, files: Path, cert: Path, key: Path)
         env = dict(os.environ, DOTNET_CLI_TELEMETRY_OPTOUT="1", DOTNET_NOLOGO="1")
         argv = pin + ["dotnet", str(HOST_DLL), "--mode", server.name, "--root", str(files),
                       "--http-port", str(server.http_port), "--https-port", str(server.https_port),
+                      "--h2c-port", str(server.h2c_port),
                       "--cert", str(cert), "--key", str(key)]
         server.proc = CHILDREN.start(argv, server.log_path, env)
     elif server.name == "nginx":
@@ -274,15 +286,15 @@ def start_server(server: Server, work: Path, files: Path, cert: Path, key: Path)
             (prefix / sub).mkdir(parents=True, exist_ok=True)
         template = (HERE / "nginx.conf.in").read_text()
         conf = template.format(prefix=prefix, files=files, cert=cert, key=key,
-                               http_port=server.http_port, https_port=server.https_port)
+                               http_port=server.http_port, https_port=server.https_port, h2c_port=server.h2c_port)
         (prefix / "nginx.conf").write_text(conf)
         server.proc = CHILDREN.start(pin + ["nginx", "-p", str(prefix), "-c", str(prefix / "nginx.conf")], server.log_path)
     elif server.name == "caddy":
         prefix = work / "caddy"
         prefix.mkdir(parents=True, exist_ok=True)
         template = (HERE / "Caddyfile.in").read_text()
-        (prefix / "Caddyfile").write_text(template.format(files=files, cert=cert, key=key,
-                                                          http_port=server.http_port, https_port=server.https_port))
+        (prefix / "Caddyfile").write_text(template.format(files=files, cert=cert, key=key, http_port=server.http_port,
+                                                          https_port=server.https_port, h2c_port=server.h2c_port))
         env = dict(os.environ, HOME=str(prefix), XDG_DATA_HOME=str(prefix / "data"), XDG_CONFIG_HOME=str(prefix / "config"))
         server.proc = CHILDREN.start(pin + ["caddy", "run", "--config", str(prefix / "Caddyfile"), "--adapter", "caddyfile"],
                                      server.log_path, env)
@@ -327,25 +339,27 @@ def reset_peak_rss(server: Server) -> None:
 
 
 def verify(server: Server, hashes: dict[str, str], work: Path) -> list[str]:
-    """Fetches files over HTTP/1.1 and over h2 with TLS and compares their sha256; returns the failures."""
+    """Fetches files over HTTP/1.1, h2 with TLS and h2c (prior knowledge) and compares their sha256; returns the failures."""
     failures = []
     out = work / "verify.tmp"
     checks = [p for p in ("f1k.bin", "f4k.bin", "f64k.bin", "f1m.bin", "f100m.bin") if p in hashes]
     checks += ["mixed/m00.bin", "mixed/m10.bin", "mixed/m19.bin"]
+    # (label, curl's protocol options, the URL of a path, the HTTP version curl must report)
+    protocols = [("http/1.1", ["--http1.1"], functools.partial(server.url, tls=False), "1.1"),
+                 ("h2", ["--http2", "-k"], functools.partial(server.url, tls=True), "2"),
+                 ("h2c", ["--http2-prior-knowledge"], server.h2c_url, "2")]
     for rel in checks:
-        for tls in (False, True):
+        for label, options, url, want_version in protocols:
             argv = ["curl", "-sS", "--noproxy", "*", "-o", str(out), "-w", "%{http_code} %{http_version}", "--max-time", "60"]
-            argv += ["--http2", "-k"] if tls else ["--http1.1"]
-            result = run(argv + [server.url(rel, tls)], check=False)
+            result = run(argv + options + [url(rel)], check=False)
             code, _, version = result.stdout.partition(" ")
-            want_version = "2" if tls else "1.1"
             if result.returncode != 0 or code != "200":
-                failures.append(f"{server.name} {rel} tls={tls}: curl rc={result.returncode} status={code} {result.stderr.strip()}")
+                failures.append(f"{server.name} {rel} {label}: curl rc={result.returncode} status={code} {result.stderr.strip()}")
                 continue
             if version != want_version:
-                failures.append(f"{server.name} {rel} tls={tls}: HTTP/{version}, expected HTTP/{want_version}")
+                failures.append(f"{server.name} {rel} {label}: HTTP/{version}, expected HTTP/{want_version}")
             if sha256_file(out) != hashes[rel]:
-                failures.append(f"{server.name} {rel} tls={tls}: sha256 mismatch")
+                failures.append(f"{server.name} {rel} {label}: sha256 mismatch")
     # One range request, since every configuration claims range support.
     result = run(["curl", "-sS", "--noproxy", "*", "-o", str(out), "-w", "%{http_code}", "-r", "100-1123", server.url("f64k.bin", False)], check=False)
     expected = (Path(work / "files" / "f64k.bin").read_bytes())[100:1124]
@@ -379,16 +393,21 @@ def load_command(workload: Workload, server: Server, duration: int, work: Path) 
             headers += ["-H", "If-Modified-Since: " + email.utils.formatdate(time.time(), usegmt=True)]
         return pin + ["wrk", "-t1", f"-c{workload.connections}", f"-d{duration}s", "--timeout", "10s",
                       "-s", str(script)] + headers + [server.url(workload.path, tls=workload.tls)]
-    # One TLS 1.3 suite for every server: left to negotiate, nginx and Caddy follow h2load's preference (AES-128)
-    # while Kestrel prefers its own (AES-256), and the comparison would partly be about the cipher.
     # The h2load warm-up lets all connections finish their handshakes before the measured window opens.
-    argv = pin + ["h2load", "-t1", f"-c{workload.connections}", f"-m{workload.streams}", "-D", str(duration),
-                  "--warm-up-time=1", f"--tls13-ciphers={TLS13_SUITE}"]
+    argv = pin + ["h2load", "-t1", f"-c{workload.connections}", f"-m{workload.streams}", "-D", str(duration), "--warm-up-time=1"]
+    if workload.h2c:
+        # h2load speaks HTTP/2 with prior knowledge to http:// URIs (no Upgrade, no ALPN); there is no cipher to pin.
+        url = server.h2c_url
+    else:
+        # One TLS 1.3 suite for every server: left to negotiate, nginx and Caddy follow h2load's preference (AES-128)
+        # while Kestrel prefers its own (AES-256), and the comparison would partly be about the cipher.
+        argv.append(f"--tls13-ciphers={TLS13_SUITE}")
+        url = functools.partial(server.url, tls=True)
     if workload.path is None:
         uris = work / "mixed-uris.txt"
-        uris.write_text("".join(server.url(rel, tls=True) + "\n" for rel in MIXED_FILES))
+        uris.write_text("".join(url(rel) + "\n" for rel in MIXED_FILES))
         return argv + ["-i", str(uris)]
-    return argv + [server.url(workload.path, tls=True)]
+    return argv + [url(workload.path)]
 
 
 def parse_wrk(text: str) -> dict:
@@ -488,7 +507,8 @@ def summarize(results: dict, workloads: list[Workload], configs: list[str]) -> d
 
 def write_tables(out: Path, summary: dict, workloads: list[Workload], configs: list[str], header: str) -> None:
     dotnet = [c for c in configs if c not in PEERS]
-    groups = {"http1": ("HTTP/1.1 keep-alive (wrk)", "http1.md"), "h2": ("HTTP/2 over TLS (h2load)", "h2.md")}
+    groups = {"http1": ("HTTP/1.1 keep-alive (wrk)", "http1.md"), "h2": ("HTTP/2 over TLS (h2load)", "h2.md"),
+              "h2c": ("HTTP/2 cleartext, prior knowledge (h2load)", "h2c.md")}
     for group, (title, filename) in groups.items():
         lines = [f"# {title}", "", header, ""]
         for w in [w for w in workloads if w.group == group]:
@@ -665,9 +685,11 @@ def main() -> int:
     hashes = make_files(files, include_huge=needs_huge)
     cert, key = make_certificate(work)
 
-    servers = [Server(c, args.base_port + 2 * i, args.base_port + 2 * i + 1, c not in PEERS) for i, c in enumerate(configs)]
+    # Three ports per server from --base-port: HTTP/1.1, TLS (HTTP/1.1 and h2), h2c.
+    servers = [Server(c, *range(args.base_port + 3 * i, args.base_port + 3 * i + 3), is_dotnet=c not in PEERS)
+               for i, c in enumerate(configs)]
     for s in servers:
-        log(f"starting {s.name} (http :{s.http_port}, https :{s.https_port})")
+        log(f"starting {s.name} (http :{s.http_port}, https :{s.https_port}, h2c :{s.h2c_port})")
         start_server(s, work, files, cert, key)
 
     failures = []
@@ -678,7 +700,7 @@ def main() -> int:
     if failures:
         log(f"{len(failures)} correctness failure(s); not measuring")
         return 1
-    log(f"bytes verified for {', '.join(configs)} over HTTP/1.1 and h2 (TLS)")
+    log(f"bytes verified for {', '.join(configs)} over HTTP/1.1, h2 (TLS) and h2c")
 
     if args.warmup > 0:
         log(f"warm-up: {args.warmup} s per configuration and workload")
