@@ -46,7 +46,7 @@ public class Http2TlsOutputStageBenchmarks
         Random.Shared.NextBytes(_chunk);
         _tls = new TlsSide();
         _sent = 0;
-        _stage = new OutputStageConnection(_tls, new BlockMemoryPool(), Bound, new Http2TlsOutputStageStatistics(), NullLogger.Instance, "bench");
+        _stage = new OutputStageConnection(_tls, new BlockMemoryPool(), Bound, new Http2TlsOutputStageStatistics(), new FastFiles.Caching.FastFilesMetrics(null), NullLogger.Instance, "bench");
         _stageDrain = _stage.StartDraining();
     }
 

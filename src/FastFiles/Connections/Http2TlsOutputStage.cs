@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.IO.Pipelines;
 using System.Net.Security;
+using FastFiles.Caching;
 using Microsoft.AspNetCore.Connections;
 using Microsoft.AspNetCore.Connections.Features;
 using Microsoft.AspNetCore.Http.Features;
@@ -23,10 +24,12 @@ internal sealed class Http2TlsOutputStage
     private readonly Http2TlsOutputStageOptions _options;
     private readonly long _bound;
     private readonly MinDataRate? _minResponseDataRate;
+    private readonly FastFilesMetrics _metrics;
     private readonly ILogger _logger;
 
-    public Http2TlsOutputStage(ConnectionDelegate next, Http2TlsOutputStageOptions options, KestrelServerLimits limits, ILogger logger)
+    public Http2TlsOutputStage(ConnectionDelegate next, Http2TlsOutputStageOptions options, KestrelServerLimits limits, FastFilesMetrics metrics, ILogger logger)
     {
+        _metrics = metrics;
         _next = next;
         _options = options;
         _bound = options.ResolveBound(limits.MaxResponseBufferSize);
@@ -39,6 +42,11 @@ internal sealed class Http2TlsOutputStage
         if (!ShouldStage(context))
         {
             _options.Statistics.PassedThrough();
+            if (_options.Mode != Http2TlsOutputStageMode.Disabled && context.Features.Get<ITlsConnectionFeature>() is not null)
+            {
+                _metrics.StageDecided(staged: false);
+            }
+
             return _next(context);
         }
 
@@ -67,8 +75,9 @@ internal sealed class Http2TlsOutputStage
     {
         IDuplexPipe tls = context.Transport;
         MemoryPool<byte> pool = context.Features.Get<IMemoryPoolFeature>()?.MemoryPool ?? MemoryPool<byte>.Shared;
-        var connection = new OutputStageConnection(tls, pool, _bound, _options.Statistics, _logger, context.ConnectionId);
+        var connection = new OutputStageConnection(tls, pool, _bound, _options.Statistics, _metrics, _logger, context.ConnectionId);
         _options.Statistics.Staged();
+        _metrics.StageDecided(staged: true);
         Log.OutputStaged(_logger, context.ConnectionId, _bound);
 
         Task drain = connection.StartDraining();
@@ -82,6 +91,7 @@ internal sealed class Http2TlsOutputStage
             // Kestrel has completed its writer by now; completing again is a no-op, and covers a next that threw early.
             connection.CompleteWriter();
             await connection.LingerAsync(WaitForDrainAsync(context, drain));
+            connection.ReleaseBacklog();
             context.Transport = tls;
         }
     }
@@ -105,6 +115,7 @@ internal sealed class Http2TlsOutputStage
         catch (TimeoutException)
         {
             Log.DrainTimedOut(_logger, context.ConnectionId, timeout);
+            _metrics.StageDrainTimedOut();
             context.Abort(new ConnectionAbortedException("The client did not read the end of the response in time."));
             await drain;
         }

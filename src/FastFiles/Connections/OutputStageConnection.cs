@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.Diagnostics;
 using System.IO.Pipelines;
+using FastFiles.Caching;
 using Microsoft.Extensions.Logging;
 
 namespace FastFiles.Connections;
@@ -18,16 +19,19 @@ internal sealed class OutputStageConnection : IDuplexPipe
     private readonly StageWriter _writer;
     private readonly LingeringReader _input;
     private readonly Http2TlsOutputStageStatistics _statistics;
+    private readonly FastFilesMetrics _metrics;
     private readonly ILogger _logger;
     private readonly string _connectionId;
 
     // Bytes in the pipe that Kestrel has flushed and the drain has not yet consumed; written by both sides.
     private long _backlog;
 
-    public OutputStageConnection(IDuplexPipe tls, MemoryPool<byte> pool, long bound, Http2TlsOutputStageStatistics statistics, ILogger logger, string connectionId)
+    public OutputStageConnection(
+        IDuplexPipe tls, MemoryPool<byte> pool, long bound, Http2TlsOutputStageStatistics statistics, FastFilesMetrics metrics, ILogger logger, string connectionId)
     {
         _tls = tls;
         _statistics = statistics;
+        _metrics = metrics;
         _logger = logger;
         _connectionId = connectionId;
         _pipe = new Pipe(new PipeOptions(
@@ -49,6 +53,19 @@ internal sealed class OutputStageConnection : IDuplexPipe
     public Task StartDraining() => DrainAsync();
 
     public void CompleteWriter() => _pipe.Writer.Complete();
+
+    /// <summary>
+    /// Once both sides are done: whatever Kestrel flushed that never reached TLS (an aborted connection) is no longer
+    /// buffered anywhere, so it leaves the <c>fastfiles.tls_stage.buffered</c> total.
+    /// </summary>
+    public void ReleaseBacklog()
+    {
+        long abandoned = Interlocked.Exchange(ref _backlog, 0);
+        if (abandoned != 0)
+        {
+            _metrics.StageFlushed(-abandoned);
+        }
+    }
 
     /// <summary>
     /// Once Kestrel is done, reads and drops whatever the client still sends (WINDOW_UPDATE, PING, ...) until
@@ -119,6 +136,7 @@ internal sealed class OutputStageConnection : IDuplexPipe
                 {
                     Interlocked.Add(ref _backlog, -length);
                     _statistics.Forwarded(length);
+                    _metrics.StageForwarded(length);
                 }
 
                 if (tlsUnflushed)
@@ -251,6 +269,7 @@ internal sealed class OutputStageConnection : IDuplexPipe
             {
                 long buffered = Interlocked.Add(ref _owner._backlog, batch);
                 _owner._statistics.Flushed(buffered, batch);
+                _owner._metrics.StageFlushed(batch);
             }
 
             return _inner.FlushAsync(cancellationToken);

@@ -199,7 +199,8 @@ public static class FastFilesKestrelExtensions
         }
 
         KestrelServerLimits limits = listenOptions.KestrelServerOptions?.Limits ?? new KestrelServerLimits();
-        return new Http2TlsOutputStage(next, stage, limits, CreateLogger(listenOptions)).OnConnectionAsync;
+        FastFiles.Caching.FastFilesMetrics metrics = FastFiles.Caching.FastFilesMetrics.For(listenOptions.ApplicationServices);
+        return new Http2TlsOutputStage(next, stage, limits, metrics, CreateLogger(listenOptions)).OnConnectionAsync;
     }
 
     private static ILogger CreateLogger(ListenOptions listenOptions)

@@ -64,7 +64,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
 
         if (fast.EnableFileCache && _source is PhysicalFileSource physicalSource)
         {
-            FastFilesMetrics metrics = services.GetService<FastFilesMetrics>() ?? new FastFilesMetrics(services.GetService<IMeterFactory>());
+            FastFilesMetrics metrics = FastFilesMetrics.For(services);
             _cache = new FileCache(physicalSource, _requestPathValue, fast, metrics, loggerFactory.CreateLogger("FastFiles.Caching"));
             services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(Dispose);
         }

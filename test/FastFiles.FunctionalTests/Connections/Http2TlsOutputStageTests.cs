@@ -1,3 +1,4 @@
+using System.Diagnostics.Metrics;
 using System.Net;
 using System.Net.Security;
 using System.Net.Sockets;
@@ -6,6 +7,7 @@ using FastFiles.Connections;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.DependencyInjection;
 
 namespace FastFiles.FunctionalTests.Connections;
 
@@ -285,6 +287,56 @@ public sealed class Http2TlsOutputStageTests : IDisposable
 
         // The premise: the tail really was queued in the stage while Kestrel finished.
         Assert.True(stage.Statistics.PeakBufferedBytes > Length / 2, $"peak buffered {stage.Statistics.PeakBufferedBytes}");
+    }
+
+    [Fact]
+    public async Task Stage_reports_decisions_and_bytes_as_metrics()
+    {
+        (TestHost host, Http2TlsOutputStageOptions _) = await StartAsync();
+        await using TestHost h = host;
+        IMeterFactory factory = host.Services.GetRequiredService<IMeterFactory>();
+        long staged = 0, passedThrough = 0, forwarded = 0, buffered = 0;
+        using var listener = new MeterListener();
+        listener.InstrumentPublished = (instrument, l) =>
+        {
+            // Only this host's instruments: other tests run their own hosts in parallel.
+            if (instrument.Meter.Scope == factory && instrument.Name.StartsWith("fastfiles.tls_stage.", StringComparison.Ordinal))
+            {
+                l.EnableMeasurementEvents(instrument);
+            }
+        };
+        listener.SetMeasurementEventCallback<long>((instrument, value, tags, _) =>
+        {
+            switch (instrument.Name)
+            {
+                case "fastfiles.tls_stage.connections":
+                    string? decision = null;
+                    foreach (KeyValuePair<string, object?> tag in tags)
+                    {
+                        decision = tag.Key == "fastfiles.tls_stage.decision" ? tag.Value as string : decision;
+                    }
+
+                    Interlocked.Increment(ref decision == "staged" ? ref staged : ref passedThrough);
+                    break;
+                case "fastfiles.tls_stage.forwarded":
+                    Interlocked.Add(ref forwarded, value);
+                    break;
+                case "fastfiles.tls_stage.buffered":
+                    Interlocked.Add(ref buffered, value);
+                    break;
+            }
+        });
+        listener.Start();
+
+        await AssertFileAsync(host, Transport.H2Tls, 100_000);
+        await AssertFileAsync(host, Transport.Http11Tls, 100);
+        await host.StopAsync();
+
+        Assert.Equal(1, Interlocked.Read(ref staged));
+        Assert.Equal(1, Interlocked.Read(ref passedThrough));
+        Assert.True(Interlocked.Read(ref forwarded) > 100_000, $"forwarded {forwarded}");
+        // Every byte Kestrel put into the stage left it again once the connection was over.
+        Assert.Equal(0, Interlocked.Read(ref buffered));
     }
 
     [Fact]

@@ -19,7 +19,7 @@ public sealed class OutputStageConnectionTests
     {
         // Whatever the stage writes as "TLS" lands here; a small threshold stands for a socket that is full.
         _tlsOutput = new Pipe(new PipeOptions(pauseWriterThreshold: 1024, resumeWriterThreshold: 512, useSynchronizationContext: false));
-        _stage = new OutputStageConnection(new DuplexPipe(_tlsInput.Reader, _tlsOutput.Writer), MemoryPool<byte>.Shared, Bound, _statistics, NullLogger.Instance, "test");
+        _stage = new OutputStageConnection(new DuplexPipe(_tlsInput.Reader, _tlsOutput.Writer), MemoryPool<byte>.Shared, Bound, _statistics, new FastFiles.Caching.FastFilesMetrics(null), NullLogger.Instance, "test");
         _drain = _stage.StartDraining();
     }
 
