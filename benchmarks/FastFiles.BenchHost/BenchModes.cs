@@ -111,6 +111,33 @@ internal static class BenchModes
             InlineScheduling = true,
         },
 
+        // Flow-control experiment: Kestrel's HTTP/2 receive windows (1 MiB connection, 768 KiB stream by default) and
+        // frame size limit raised 16x. They govern what the client may send, so a GET-only load should not move.
+        ["fastfiles-bigwindows"] = new(
+            "fastfiles-nostage with Kestrel's HTTP/2 windows at 16 MiB / 12 MiB and a 256 KiB max frame size",
+            services => services.AddFastFiles(),
+            (app, root) => app.UseFastFiles(FastOptions(root)))
+        {
+            Kestrel = kestrel =>
+            {
+                kestrel.Limits.Http2.InitialConnectionWindowSize = 16 * 1024 * 1024;
+                kestrel.Limits.Http2.InitialStreamWindowSize = 12 * 1024 * 1024;
+                kestrel.Limits.Http2.MaxFrameSize = 256 * 1024;
+                kestrel.UseFastFiles();
+            },
+            Listen = listen => listen.UseFastFiles(),
+        },
+
+        // Experiment: full-size TLS records without the stage's pipe and thread hop.
+        ["fastfiles-coalesce"] = new(
+            "fastfiles-nostage with 16 KiB TLS record coalescing (inline, after UseHttps)",
+            services => services.AddFastFiles(),
+            (app, root) => app.UseFastFiles(FastOptions(root)))
+        {
+            Kestrel = kestrel => kestrel.UseFastFiles(o => o.EnableTlsRecordCoalescing = true),
+            Listen = listen => listen.UseFastFiles(),
+        },
+
         ["fastfiles-nocache"] = new(
             "UseFastFiles with the file cache off",
             services => services.AddFastFiles(o => o.EnableFileCache = false),

@@ -21,6 +21,7 @@ internal sealed class FastFilesMetrics
     private readonly Counter<long> _stageForwarded;
     private readonly UpDownCounter<long> _stageBuffered;
     private readonly Counter<long> _stageDrainTimeouts;
+    private readonly Counter<long> _coalescedConnections;
     private readonly List<FileCache> _caches = [];
 
     public FastFilesMetrics(IMeterFactory? meterFactory)
@@ -39,6 +40,8 @@ internal sealed class FastFilesMetrics
             "fastfiles.tls_stage.buffered", "By", "Bytes Kestrel has flushed into stage pipes that TLS has not taken yet, over all connections.");
         _stageDrainTimeouts = meter.CreateCounter<long>(
             "fastfiles.tls_stage.drain_timeouts", "{connection}", "Connections aborted because the client did not read the end of the response in time.");
+        _coalescedConnections = meter.CreateCounter<long>(
+            "fastfiles.tls_records.coalesced_connections", "{connection}", "TLS connections whose writes are coalesced into full-size TLS records.");
     }
 
     /// <summary>The app's instance: the registered singleton, else one shared by everything built from <paramref name="services"/>.</summary>
@@ -73,6 +76,8 @@ internal sealed class FastFilesMetrics
     }
 
     public void StageDrainTimedOut() => _stageDrainTimeouts.Add(1);
+
+    public void RecordsCoalesced() => _coalescedConnections.Add(1);
 
     public void Register(FileCache cache)
     {

@@ -15,10 +15,25 @@ public sealed class FastFilesKestrelOptions
     /// stage. An explicit <c>UseHttp2TlsOutputStage()</c> always adds it.
     /// </summary>
     /// <remarks>
-    /// Defaults to <see langword="false"/>: on this project's measurements (README, benchmarks/results/full-2026-11-21) the
-    /// stage was neutral for one connection with many streams and cost 6-7% on single-stream HTTP/2, so it is opt-in.
+    /// Defaults to <see langword="false"/>: on this project's measurements (README, benchmarks/results/stage-onoff-2026-11-21)
+    /// the stage gained 1.2x to 1.6x for one connection with 70 streams, was neutral on many connections and cost a few
+    /// percent on single-stream HTTP/2, so it is opt-in.
     /// </remarks>
     public bool EnableHttp2TlsOutputStage { get; set; }
+
+    /// <summary>
+    /// Whether <c>KestrelServerOptions.UseFastFiles</c> (for HTTPS endpoints from configuration) and
+    /// <c>ListenOptions.UseFastFiles</c> (after <c>UseHttps</c>) add TLS record coalescing: Kestrel's writes reach
+    /// <c>SslStream</c> in 16 KiB buffers, so responses go out in full-size TLS records instead of one record per 4 KiB
+    /// pool block. Inline: no extra pipe, no thread hop. An explicit <c>UseTlsRecordCoalescing()</c> always adds it.
+    /// </summary>
+    /// <remarks>
+    /// Defaults to <see langword="false"/>. Measured (benchmarks/results/tls-records-2026-11-21, medians of 5 rounds) at
+    /// 1.07x to 1.22x on every HTTP/1.1-over-TLS and HTTP/2-over-TLS shape, but the 16 KiB buffers come from
+    /// <c>ArrayPool&lt;byte&gt;.Shared</c>, which runs dry with many connections writing large bodies at once (32 HTTP/1.1
+    /// connections fetching 64 KiB allocated 13 KB per response instead of 2 KB), so it is opt-in.
+    /// </remarks>
+    public bool EnableTlsRecordCoalescing { get; set; }
 
     /// <summary>
     /// Whether endpoints from configuration, and code endpoints that call <c>listenOptions.UseFastFiles()</c>, give each

@@ -66,6 +66,22 @@ public sealed class ConfigurationEndpointTests : IDisposable
     }
 
     [Fact]
+    public async Task Https_endpoint_from_configuration_gets_record_coalescing_inside_tls()
+    {
+        (WebApplication app, Http2TlsOutputStageOptions stage) = await StartAsync(b => b.WebHost.ConfigureKestrel(k => k.UseFastFiles(o => o.EnableTlsRecordCoalescing = true)));
+        await using WebApplication _ = app;
+        using var coalesced = new InstrumentRecorder(app.Services.GetRequiredService<System.Diagnostics.Metrics.IMeterFactory>(), "fastfiles.tls_records.coalesced_connections");
+        using HttpClient client = CreateClient();
+
+        Assert.Equal("hello", await GetAsync(client, Address(app, "https"), HttpVersion.Version20));
+        Assert.Equal("hello", await GetAsync(client, Address(app, "https"), HttpVersion.Version11));
+        Assert.Equal("hello", await GetAsync(client, Address(app, "http"), HttpVersion.Version20));
+        // Outside TLS it would see no TLS handshake and count nothing; the later UseFastFiles call turned the stage off.
+        Assert.Equal(2, coalesced.Total);
+        Assert.Equal(0, stage.Statistics.ConnectionsStaged);
+    }
+
+    [Fact]
     public async Task Https_endpoint_from_configuration_gets_the_stage_inside_tls()
     {
         (WebApplication app, Http2TlsOutputStageOptions stage) = await StartAsync(_ => { });

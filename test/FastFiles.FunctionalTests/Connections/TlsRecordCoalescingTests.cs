@@ -1,0 +1,93 @@
+using System.Diagnostics.Metrics;
+using System.Net;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.Extensions.DependencyInjection;
+using FastFiles.FunctionalTests.Infrastructure;
+
+namespace FastFiles.FunctionalTests.Connections;
+
+/// <summary>TLS record coalescing over real TLS sockets: every byte arrives, in order, on HTTP/2 and HTTP/1.1.</summary>
+public sealed class TlsRecordCoalescingTests : IDisposable
+{
+    private static readonly int[] Sizes = [0, 1, 100, 4095, 4096, 4097, 16383, 16384, 16385, 65536, 100_000, 1024 * 1024 + 3];
+    private readonly TestFiles _files = new();
+    private readonly Dictionary<int, byte[]> _contents = [];
+    private readonly ServerProbe _probe = new();
+
+    public TlsRecordCoalescingTests()
+    {
+        foreach (int size in Sizes)
+        {
+            _contents[size] = _files.Create($"f{size}.bin", size);
+        }
+    }
+
+    public void Dispose() => _files.Dispose();
+
+    // On the TLS endpoint after UseHttps, and on the h2c endpoint, where it must pass connections through.
+    private Task<TestHost> StartAsync()
+        => TestHost.StartAsync(
+            StageTestApp.Configure(_files, _probe),
+            configureTls: l => l.UseTlsRecordCoalescing(),
+            configureH2c: l => l.UseTlsRecordCoalescing());
+
+    private async Task AssertFileAsync(TestHost host, Transport transport, int size)
+    {
+        using HttpResponseMessage response = await host.SendAsync(transport, $"/f{size}.bin");
+        byte[] body = await response.Content.ReadAsByteArrayAsync();
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        Assert.Equal(TestHost.VersionFor(transport), response.Version);
+        Assert.Equal(TestFiles.Sha256(_contents[size]), TestFiles.Sha256(body));
+    }
+
+    [Theory]
+    [InlineData(Transport.H2Tls)]
+    [InlineData(Transport.Http11Tls)]
+    [InlineData(Transport.H2c)]
+    public async Task Concurrent_responses_of_every_size_arrive_intact(Transport transport)
+    {
+        await using TestHost host = await StartAsync();
+
+        await Task.WhenAll(Enumerable.Range(0, 120).Select(i => AssertFileAsync(host, transport, Sizes[i % Sizes.Length])));
+    }
+
+    [Fact]
+    public async Task Streamed_response_with_flushes_between_writes_arrives_in_order()
+    {
+        await using TestHost host = await StartAsync();
+        const int Length = 3 * 1024 * 1024 + 17;
+
+        foreach (Transport transport in new[] { Transport.H2Tls, Transport.Http11Tls })
+        {
+            using HttpResponseMessage response = await host.SendAsync(transport, $"/stream/{Length}");
+            byte[] body = await response.Content.ReadAsByteArrayAsync();
+            Assert.Equal(Length, body.Length);
+            for (int offset = 0; offset < Length; offset += StageTestApp.Pattern.Length)
+            {
+                int count = Math.Min(StageTestApp.Pattern.Length, Length - offset);
+                Assert.True(body.AsSpan(offset, count).SequenceEqual(StageTestApp.Pattern.AsSpan(0, count)), $"{transport}: bytes differ in [{offset}, {offset + count})");
+            }
+        }
+    }
+
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task ListenOptions_UseFastFiles_adds_coalescing_inside_tls_only_when_enabled(bool enabled)
+    {
+        await using TestHost host = await TestHost.StartAsync(
+            StageTestApp.Configure(_files, _probe),
+            configureKestrel: k => k.UseFastFiles(o => o.EnableTlsRecordCoalescing = enabled),
+            configureTls: l => l.UseFastFiles(),
+            configureH2c: l => l.UseFastFiles());
+        using var coalesced = new InstrumentRecorder(host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.tls_records.coalesced_connections");
+
+        await AssertFileAsync(host, Transport.H2Tls, 100_000);
+        await AssertFileAsync(host, Transport.Http11Tls, 100_000);
+        await AssertFileAsync(host, Transport.H2c, 100_000);
+
+        // Two TLS connections; the h2c one has no TLS and is passed through.
+        Assert.Equal(enabled ? 2 : 0, coalesced.Total);
+    }
+}
+
