@@ -29,12 +29,14 @@ public sealed class NodeConformanceTests : IDisposable
     public void Dispose() => _files.Dispose();
 
     [Fact]
-    public async Task Outcomes_are_the_same_with_the_stage_on_and_off()
+    public async Task Outcomes_are_the_same_with_the_stage_or_record_coalescing_on_and_with_neither()
     {
         (string on, long staged) = await RunAgainstAsync(stageOn: true);
         (string off, _) = await RunAgainstAsync(stageOn: false);
+        (string coalesced, _) = await RunAgainstAsync(stageOn: false, coalesce: true);
 
         Assert.Equal(off, on);
+        Assert.Equal(off, coalesced);
         // Absolute checks too, so a server broken the same way twice still fails.
         using JsonDocument doc = JsonDocument.Parse(on);
         JsonElement root = doc.RootElement;
@@ -62,13 +64,24 @@ public sealed class NodeConformanceTests : IDisposable
         Assert.Equal(7, staged);
     }
 
-    private async Task<(string Output, long Staged)> RunAgainstAsync(bool stageOn)
+    private async Task<(string Output, long Staged)> RunAgainstAsync(bool stageOn, bool coalesce = false)
     {
         var probe = new ServerProbe();
         Http2TlsOutputStageOptions? stage = null;
         TestHost host = await TestHost.StartAsync(
             StageTestApp.Configure(_files, probe),
-            configureTls: stageOn ? l => l.UseHttp2TlsOutputStage(o => stage = o) : null);
+            configureTls: l =>
+            {
+                if (coalesce)
+                {
+                    l.UseTlsRecordCoalescing();
+                }
+
+                if (stageOn)
+                {
+                    l.UseHttp2TlsOutputStage(o => stage = o);
+                }
+            });
         await using TestHost _ = host;
 
         var start = new ProcessStartInfo("node")

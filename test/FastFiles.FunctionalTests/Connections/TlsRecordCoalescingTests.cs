@@ -51,6 +51,18 @@ public sealed class TlsRecordCoalescingTests : IDisposable
         await Task.WhenAll(Enumerable.Range(0, 120).Select(i => AssertFileAsync(host, transport, Sizes[i % Sizes.Length])));
     }
 
+    [Theory]
+    [InlineData(Transport.H2Tls)]
+    [InlineData(Transport.Http11Tls)]
+    public async Task With_the_stage_behind_it_responses_arrive_intact(Transport transport)
+    {
+        await using TestHost host = await TestHost.StartAsync(
+            StageTestApp.Configure(_files, _probe),
+            configureTls: l => l.UseTlsRecordCoalescing().UseHttp2TlsOutputStage(o => o.Mode = FastFiles.Connections.Http2TlsOutputStageMode.AllProtocols));
+
+        await Task.WhenAll(Enumerable.Range(0, 60).Select(i => AssertFileAsync(host, transport, Sizes[i % Sizes.Length])));
+    }
+
     [Fact]
     public async Task Streamed_response_with_flushes_between_writes_arrives_in_order()
     {

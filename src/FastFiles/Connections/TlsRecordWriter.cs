@@ -1,0 +1,242 @@
+using System.Buffers;
+using System.Collections.Concurrent;
+using System.IO.Pipelines;
+using System.Net.Security;
+using System.Runtime.CompilerServices;
+
+namespace FastFiles.Connections;
+
+/// <summary>
+/// Kestrel's output on a TLS connection, written to the connection's <see cref="SslStream"/> in whole-record buffers:
+/// Kestrel writes into 16 KiB blocks (RFC 8446 5.1: the largest record payload) from a pool of their own, and each
+/// flush hands the stream one block at a time, so a 64 KiB body is four records instead of sixteen.
+/// </summary>
+/// <remarks>
+/// It replaces the <c>StreamPipeWriter</c> that <c>HttpsConnectionMiddleware</c> puts in front of the stream, which
+/// takes its buffers from Kestrel's 4 KiB block pool and writes one record per block; asking that writer for larger
+/// buffers moves them to <c>ArrayPool&lt;byte&gt;.Shared</c>, which runs dry under many busy connections (measured:
+/// 13 KB allocated per 64 KiB response with 32 connections). Only Kestrel writes here; the replaced writer stays
+/// empty and is completed with this one so the TLS middleware's own shutdown runs as before.
+/// </remarks>
+internal sealed class TlsRecordWriter : PipeWriter
+{
+    /// <summary>RFC 8446 5.1: 2^14 bytes of plaintext per record.</summary>
+    public const int RecordSize = 16 * 1024;
+
+    private readonly Stream _ssl;
+    private readonly PipeWriter _replaced;
+    private readonly List<(byte[] Buffer, int Length)> _filled = [];
+    private byte[]? _current;
+    private int _currentLength;
+    private long _unflushed;
+    private CancellationTokenSource? _flushCancellation;
+    private volatile bool _cancelRequested;
+    private volatile bool _flushing;
+    private bool _completed;
+
+    /// <param name="ssl">The connection's <see cref="SslStream"/> (any stream in tests).</param>
+    /// <param name="replaced">The writer Kestrel had; completed when this one is.</param>
+    public TlsRecordWriter(Stream ssl, PipeWriter replaced)
+    {
+        _ssl = ssl;
+        _replaced = replaced;
+    }
+
+    public override bool CanGetUnflushedBytes => true;
+
+    public override long UnflushedBytes => _unflushed;
+
+    public override void Advance(int bytes)
+    {
+        ObjectDisposedException.ThrowIf(_completed, this);
+        if (bytes < 0 || _current is null || _currentLength + bytes > _current.Length)
+        {
+            throw new ArgumentOutOfRangeException(nameof(bytes), bytes, "Advanced past the memory handed out.");
+        }
+
+        _currentLength += bytes;
+        _unflushed += bytes;
+    }
+
+    public override Memory<byte> GetMemory(int sizeHint = 0) => Current(sizeHint).AsMemory(_currentLength);
+
+    public override Span<byte> GetSpan(int sizeHint = 0) => Current(sizeHint).AsSpan(_currentLength);
+
+    private byte[] Current(int sizeHint)
+    {
+        ObjectDisposedException.ThrowIf(_completed, this);
+        ArgumentOutOfRangeException.ThrowIfNegative(sizeHint);
+        int needed = Math.Max(sizeHint, 1);
+        if (_current is not null && _current.Length - _currentLength >= needed)
+        {
+            return _current;
+        }
+
+        Commit();
+        // A request larger than a record (rare: Kestrel writes frames and headers in smaller pieces) gets a buffer of
+        // its own; SslStream splits it into records.
+        _current = needed <= RecordSize ? BlockPool.Rent() : GC.AllocateUninitializedArray<byte>(needed);
+        _currentLength = 0;
+        return _current;
+    }
+
+    private void Commit()
+    {
+        if (_current is null)
+        {
+            return;
+        }
+
+        if (_currentLength > 0)
+        {
+            _filled.Add((_current, _currentLength));
+        }
+        else
+        {
+            BlockPool.Return(_current);
+        }
+
+        _current = null;
+        _currentLength = 0;
+    }
+
+    public override ValueTask<FlushResult> FlushAsync(CancellationToken cancellationToken = default)
+    {
+        ObjectDisposedException.ThrowIf(_completed, this);
+        if (_cancelRequested)
+        {
+            _cancelRequested = false;
+            return new ValueTask<FlushResult>(new FlushResult(isCanceled: true, isCompleted: false));
+        }
+
+        Commit();
+        return FlushCoreAsync(cancellationToken);
+    }
+
+    // Pooled state machine: a flush that waits on the socket allocates nothing in steady state.
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    private async ValueTask<FlushResult> FlushCoreAsync(CancellationToken cancellationToken)
+    {
+        CancellationTokenSource cancellation = _flushCancellation ??= new CancellationTokenSource();
+        using CancellationTokenRegistration linked = cancellationToken.UnsafeRegister(static s => ((CancellationTokenSource)s!).Cancel(), cancellation);
+        _flushing = true;
+        int sent = 0;
+        try
+        {
+            for (; sent < _filled.Count; sent++)
+            {
+                (byte[] buffer, int length) = _filled[sent];
+                await _ssl.WriteAsync(buffer.AsMemory(0, length), cancellation.Token);
+                BlockPool.Return(buffer);
+            }
+
+            _filled.Clear();
+            _unflushed = 0;
+            await _ssl.FlushAsync(cancellation.Token);
+            return new FlushResult(isCanceled: false, isCompleted: false);
+        }
+        catch (OperationCanceledException) when (cancellation.IsCancellationRequested)
+        {
+            // As StreamPipeWriter: a cancelled flush reports cancellation; whatever was not written is dropped, since a
+            // record cut short leaves the TLS stream unusable anyway and Kestrel aborts the connection.
+            _filled.RemoveRange(0, sent);
+            DropFilled();
+            _flushCancellation = null;
+            cancellation.Dispose();
+            _cancelRequested = false;
+            return new FlushResult(isCanceled: true, isCompleted: false);
+        }
+        finally
+        {
+            _flushing = false;
+        }
+    }
+
+    public override ValueTask<FlushResult> WriteAsync(ReadOnlyMemory<byte> source, CancellationToken cancellationToken = default)
+    {
+        this.Write(source.Span);
+        return FlushAsync(cancellationToken);
+    }
+
+    public override void CancelPendingFlush()
+    {
+        // A flush in progress is cut short; otherwise the next flush reports cancellation and keeps the bytes, as a
+        // Pipe does.
+        if (_flushing && _flushCancellation is { } cancellation)
+        {
+            cancellation.Cancel();
+        }
+        else
+        {
+            _cancelRequested = true;
+        }
+    }
+
+    public override void Complete(Exception? exception = null)
+    {
+        if (_completed)
+        {
+            return;
+        }
+
+        _completed = true;
+        Commit();
+        DropFilled();
+        _flushCancellation?.Dispose();
+        _flushCancellation = null;
+        _replaced.Complete(exception);
+    }
+
+    private void DropFilled()
+    {
+        foreach ((byte[] buffer, _) in _filled)
+        {
+            BlockPool.Return(buffer);
+        }
+
+        _filled.Clear();
+        _unflushed = 0;
+    }
+
+    /// <summary>
+    /// Record-sized blocks shared by all connections. Keeps at most <see cref="MaxRetained"/> blocks (16 MiB); beyond that
+    /// returned blocks are left to the GC, so a burst cannot pin memory for good.
+    /// </summary>
+    internal static class BlockPool
+    {
+        public const int MaxRetained = 1024;
+
+        private static readonly ConcurrentQueue<byte[]> Blocks = new();
+        private static int s_retained;
+
+        public static int Retained => Volatile.Read(ref s_retained);
+
+        public static byte[] Rent()
+        {
+            if (Blocks.TryDequeue(out byte[]? block))
+            {
+                Interlocked.Decrement(ref s_retained);
+                return block;
+            }
+
+            return GC.AllocateUninitializedArray<byte>(RecordSize);
+        }
+
+        public static void Return(byte[] block)
+        {
+            if (block.Length != RecordSize)
+            {
+                return;
+            }
+
+            if (Interlocked.Increment(ref s_retained) <= MaxRetained)
+            {
+                Blocks.Enqueue(block);
+            }
+            else
+            {
+                Interlocked.Decrement(ref s_retained);
+            }
+        }
+    }
+}

@@ -1,0 +1,252 @@
+using System.Buffers;
+using System.IO.Pipelines;
+using FastFiles.Connections;
+
+namespace FastFiles.Tests.Connections;
+
+/// <summary>
+/// The record writer against a stream that records each write (what SslStream would turn into one TLS record each),
+/// fed the way Kestrel's frame writer feeds its transport: small headers, then bodies in 4 KiB pool-block pieces.
+/// </summary>
+public sealed class TlsRecordWriterTests
+{
+    private const int Block = 4096;
+    private const int Record = TlsRecordWriter.RecordSize;
+
+    private static byte[] Random(int length, int seed)
+    {
+        byte[] bytes = new byte[length];
+        new Random(seed).NextBytes(bytes);
+        return bytes;
+    }
+
+    private static void WriteFrame(PipeWriter writer, byte[] header, byte[] body)
+    {
+        writer.Write(header);
+        for (int offset = 0; offset < body.Length; offset += Block)
+        {
+            writer.Write(body.AsSpan(offset, Math.Min(Block, body.Length - offset)));
+        }
+    }
+
+    [Fact]
+    public async Task Pool_block_writes_reach_the_stream_as_full_records()
+    {
+        var stream = new RecordingStream();
+        var writer = new TlsRecordWriter(stream, new Pipe().Writer);
+        byte[] header = Random(9, 1);
+        byte[] body = Random(64 * 1024, 2);
+
+        WriteFrame(writer, header, body);
+        Assert.Equal(header.Length + body.Length, writer.UnflushedBytes);
+        FlushResult result = await writer.FlushAsync();
+
+        Assert.False(result.IsCanceled);
+        Assert.Equal([.. header, .. body], stream.Data.ToArray());
+        Assert.Equal([Record, Record, Record, Record, 9], stream.Writes);
+        Assert.Equal(1, stream.Flushes);
+        Assert.Equal(0, writer.UnflushedBytes);
+    }
+
+    [Fact]
+    public async Task Each_flush_sends_what_was_written_since_the_last_one_in_order()
+    {
+        var stream = new RecordingStream();
+        var writer = new TlsRecordWriter(stream, new Pipe().Writer);
+        var expected = new List<byte>();
+        for (int i = 0; i < 20; i++)
+        {
+            // Sizes around block and record boundaries, through GetMemory/Advance as well as Write.
+            byte[] chunk = Random((i * 2500 % 40_000) + 1, i);
+            Memory<byte> memory = writer.GetMemory(Math.Min(chunk.Length, 100));
+            int first = Math.Min(memory.Length, chunk.Length);
+            chunk.AsSpan(0, first).CopyTo(memory.Span);
+            writer.Advance(first);
+            writer.Write(chunk.AsSpan(first));
+            expected.AddRange(chunk);
+            if (i % 3 == 0)
+            {
+                Assert.Equal(expected.Count - stream.Data.Length, writer.UnflushedBytes);
+                await writer.FlushAsync();
+                Assert.Equal(expected.Count, stream.Data.Length);
+            }
+        }
+
+        await writer.FlushAsync();
+        Assert.Equal(expected.ToArray(), stream.Data.ToArray());
+        Assert.All(stream.Writes, w => Assert.InRange(w, 1, Record));
+    }
+
+    [Fact]
+    public async Task A_request_for_more_than_a_record_gets_one_contiguous_buffer()
+    {
+        var stream = new RecordingStream();
+        var writer = new TlsRecordWriter(stream, new Pipe().Writer);
+        writer.Write(Random(10, 1));
+
+        Memory<byte> memory = writer.GetMemory(40_000);
+        Assert.True(memory.Length >= 40_000);
+        Random(40_000, 2).CopyTo(memory);
+        writer.Advance(40_000);
+        await writer.FlushAsync();
+
+        Assert.Equal([10, 40_000], stream.Writes);
+        Assert.Throws<ArgumentOutOfRangeException>(() => writer.Advance(Record + 1));
+    }
+
+    [Fact]
+    public async Task Cancelling_with_no_flush_in_progress_cancels_the_next_flush_and_keeps_the_bytes()
+    {
+        var stream = new RecordingStream();
+        var writer = new TlsRecordWriter(stream, new Pipe().Writer);
+        byte[] bytes = Random(100, 3);
+        writer.Write(bytes);
+
+        writer.CancelPendingFlush();
+        Assert.True((await writer.FlushAsync()).IsCanceled);
+        Assert.Empty(stream.Writes);
+
+        Assert.False((await writer.FlushAsync()).IsCanceled);
+        Assert.Equal(bytes, stream.Data.ToArray());
+    }
+
+    [Fact]
+    public async Task Cancelling_a_flush_blocked_on_the_stream_releases_it()
+    {
+        var stream = new BlockingStream();
+        var writer = new TlsRecordWriter(stream, new Pipe().Writer);
+        writer.Write(Random(100, 4));
+
+        ValueTask<FlushResult> flush = writer.FlushAsync();
+        await stream.WriteStarted.Task.WaitAsync(TimeSpan.FromSeconds(30));
+        Assert.False(flush.IsCompleted);
+        writer.CancelPendingFlush();
+
+        Assert.True((await flush.AsTask().WaitAsync(TimeSpan.FromSeconds(30))).IsCanceled);
+    }
+
+    [Fact]
+    public async Task The_callers_token_cancels_a_blocked_flush()
+    {
+        var stream = new BlockingStream();
+        var writer = new TlsRecordWriter(stream, new Pipe().Writer);
+        writer.Write(Random(100, 5));
+        using var cts = new CancellationTokenSource();
+
+        ValueTask<FlushResult> flush = writer.FlushAsync(cts.Token);
+        await stream.WriteStarted.Task.WaitAsync(TimeSpan.FromSeconds(30));
+        await cts.CancelAsync();
+
+        Assert.True((await flush.AsTask().WaitAsync(TimeSpan.FromSeconds(30))).IsCanceled);
+    }
+
+    [Fact]
+    public async Task Completing_completes_the_replaced_writer_with_the_same_error()
+    {
+        var replaced = new Pipe();
+        var writer = new TlsRecordWriter(new RecordingStream(), replaced.Writer);
+        writer.Write(Random(50, 6));
+
+        writer.Complete(new InvalidOperationException("boom"));
+        writer.Complete();
+
+        InvalidOperationException error = await Assert.ThrowsAsync<InvalidOperationException>(async () => await replaced.Reader.ReadAsync());
+        Assert.Equal("boom", error.Message);
+        Assert.Throws<ObjectDisposedException>(() => writer.GetSpan());
+    }
+
+    [Fact]
+    public async Task Steady_state_flushes_allocate_nothing()
+    {
+        var stream = new CountingStream();
+        var writer = new TlsRecordWriter(stream, new Pipe().Writer);
+        byte[] header = Random(9, 7);
+        byte[] body = Random(64 * 1024, 8);
+        for (int i = 0; i < 50; i++)
+        {
+            WriteFrame(writer, header, body);
+            await writer.FlushAsync();
+        }
+
+        long before = GC.GetAllocatedBytesForCurrentThread();
+        for (int i = 0; i < 200; i++)
+        {
+            WriteFrame(writer, header, body);
+            await writer.FlushAsync();
+        }
+
+        Assert.Equal(0, GC.GetAllocatedBytesForCurrentThread() - before);
+        Assert.Equal(250L * (header.Length + body.Length), stream.Total);
+    }
+
+    private class RecordingStream : Stream
+    {
+        public MemoryStream Data { get; } = new();
+
+        public List<int> Writes { get; } = [];
+
+        public int Flushes { get; private set; }
+
+        public override bool CanRead => false;
+
+        public override bool CanSeek => false;
+
+        public override bool CanWrite => true;
+
+        public override long Length => throw new NotSupportedException();
+
+        public override long Position { get => throw new NotSupportedException(); set => throw new NotSupportedException(); }
+
+        public override void Write(byte[] buffer, int offset, int count) => Write(buffer.AsSpan(offset, count));
+
+        public override void Write(ReadOnlySpan<byte> buffer)
+        {
+            Writes.Add(buffer.Length);
+            Data.Write(buffer);
+        }
+
+        public override ValueTask WriteAsync(ReadOnlyMemory<byte> buffer, CancellationToken cancellationToken = default)
+        {
+            Write(buffer.Span);
+            return ValueTask.CompletedTask;
+        }
+
+        public override Task FlushAsync(CancellationToken cancellationToken)
+        {
+            Flushes++;
+            return Task.CompletedTask;
+        }
+
+        public override void Flush() => Flushes++;
+
+        public override int Read(byte[] buffer, int offset, int count) => throw new NotSupportedException();
+
+        public override long Seek(long offset, SeekOrigin origin) => throw new NotSupportedException();
+
+        public override void SetLength(long value) => throw new NotSupportedException();
+    }
+
+    // Counts bytes without keeping them, so the allocation test measures only the writer.
+    private sealed class CountingStream : RecordingStream
+    {
+        public long Total { get; private set; }
+
+        public override ValueTask WriteAsync(ReadOnlyMemory<byte> buffer, CancellationToken cancellationToken = default)
+        {
+            Total += buffer.Length;
+            return ValueTask.CompletedTask;
+        }
+    }
+
+    // A socket that is full: writes wait until cancelled.
+    private sealed class BlockingStream : RecordingStream
+    {
+        public TaskCompletionSource WriteStarted { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public override async ValueTask WriteAsync(ReadOnlyMemory<byte> buffer, CancellationToken cancellationToken = default)
+        {
+            WriteStarted.TrySetResult();
+            await Task.Delay(Timeout.Infinite, cancellationToken);
+        }
+    }
+}
