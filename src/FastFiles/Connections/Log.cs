@@ -18,4 +18,7 @@ internal static partial class Log
 
     [LoggerMessage(4005, LogLevel.Debug, "Endpoint '{EndpointName}' from configuration: TLS applied by FastFiles with its TLS-side parts (record coalescing, HTTP/2 TLS output stage) behind it.", EventName = "ConfigurationEndpointStaged")]
     public static partial void ConfigurationEndpointStaged(ILogger logger, string endpointName);
+
+    [LoggerMessage(4006, LogLevel.Debug, "Endpoint '{EndpointName}' uses SNI; TLS record coalescing is not applied to it. Configure it in code with UseHttps(...).UseTlsRecordCoalescing() to add it.", EventName = "SniEndpointNotCoalesced")]
+    public static partial void SniEndpointNotCoalesced(ILogger logger, string endpointName);
 }

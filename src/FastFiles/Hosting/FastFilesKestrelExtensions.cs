@@ -19,11 +19,12 @@ public static class FastFilesKestrelExtensions
     private static readonly ConditionalWeakTable<KestrelServerOptions, FastFilesKestrelOptions> Registered = [];
 
     /// <summary>
-    /// Applies FastFiles' connection-level parts to Kestrel. The HTTP/2 TLS output stage is put on the plaintext side
-    /// of TLS of every HTTPS endpoint read from configuration (<c>Kestrel:Endpoints</c>): for each such endpoint FastFiles
-    /// registers a <c>ConfigurationLoader.Endpoint(name, ...)</c> callback that calls <c>UseHttps</c> with the HTTPS
-    /// options the loader assembled (certificate included) and then adds the stage; the loader sees the endpoint is
-    /// already TLS and does not add TLS again. Code-configured endpoints get the stage with
+    /// Applies FastFiles' connection-level parts to Kestrel. TLS record coalescing (on by default) and the HTTP/2 TLS
+    /// output stage (off by default) are put on the plaintext side of TLS of every HTTPS endpoint read from
+    /// configuration (<c>Kestrel:Endpoints</c>): for each such endpoint FastFiles registers a
+    /// <c>ConfigurationLoader.Endpoint(name, ...)</c> callback that calls <c>UseHttps</c> with the HTTPS options the loader
+    /// assembled (certificate included) and then adds them; the loader sees the endpoint is already TLS and does not add
+    /// TLS again. Code-configured endpoints get the stage with
     /// <c>listenOptions.UseHttps(...).UseHttp2TlsOutputStage()</c>, which then uses the options given here.
     /// </summary>
     /// <remarks>
@@ -32,7 +33,7 @@ public static class FastFilesKestrelExtensions
     /// registered before this call is replaced by FastFiles'); such a callback should end with
     /// <see cref="UseHttp2TlsOutputStage(EndpointConfiguration, Action{Http2TlsOutputStageOptions}?)"/>. Calling
     /// <c>KestrelServerOptions.Configure(...)</c> after this call creates a new loader without FastFiles' callbacks.
-    /// Endpoints configured with SNI are left alone (a warning is logged), and endpoints that appear in configuration
+    /// Endpoints configured with SNI are left alone (a warning is logged when the stage is enabled), and endpoints that appear in configuration
     /// only after this call (configuration reload) are not staged.
     /// </remarks>
     /// <param name="options">Kestrel's options.</param>
@@ -72,9 +73,10 @@ public static class FastFilesKestrelExtensions
     }
 
     /// <summary>
-    /// FastFiles' connection-level parts for a code-configured endpoint: the per-connection request header cache and,
-    /// when <see cref="FastFilesKestrelOptions.EnableHttp2TlsOutputStage"/> is set and this follows <c>UseHttps</c>, the
-    /// HTTP/2 TLS output stage (it passes plaintext connections through).
+    /// FastFiles' connection-level parts for a code-configured endpoint: the per-connection request header cache, and
+    /// when this follows <c>UseHttps</c>, TLS record coalescing (<see cref="FastFilesKestrelOptions.EnableTlsRecordCoalescing"/>,
+    /// on by default) and the HTTP/2 TLS output stage (<see cref="FastFilesKestrelOptions.EnableHttp2TlsOutputStage"/>,
+    /// off by default). Plaintext connections pass through both.
     /// Uses the options given to <see cref="UseFastFiles(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on
     /// the same server if any, else the defaults.
     /// </summary>
@@ -100,7 +102,7 @@ public static class FastFilesKestrelExtensions
             }
 
             // Outermost, right after TLS: it also coalesces what the stage drains.
-            if (registered is { EnableTlsRecordCoalescing: true })
+            if (registered?.EnableTlsRecordCoalescing ?? true)
             {
                 pipeline = new TlsRecordCoalescingMiddleware(pipeline, FastFiles.Caching.FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync;
             }
@@ -203,7 +205,16 @@ public static class FastFilesKestrelExtensions
         if (endpoint.ConfigSection.GetSection("Sni").GetChildren().Any())
         {
             // Kestrel's SNI selector is internal; taking TLS over here would silently drop the per-host certificates.
-            Log.SniEndpointSkipped(logger, name);
+            // A warning when the stage was asked for; record coalescing is on by default and its absence is not news.
+            if (stage is not null)
+            {
+                Log.SniEndpointSkipped(logger, name);
+            }
+            else
+            {
+                Log.SniEndpointNotCoalesced(logger, name);
+            }
+
             return endpoint;
         }
 

@@ -1,6 +1,7 @@
 using System.Diagnostics.Metrics;
 using System.Net;
 using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using FastFiles.FunctionalTests.Infrastructure;
 
@@ -61,6 +62,28 @@ public sealed class TlsRecordCoalescingTests : IDisposable
             configureTls: l => l.UseTlsRecordCoalescing().UseHttp2TlsOutputStage(o => o.Mode = FastFiles.Connections.Http2TlsOutputStageMode.AllProtocols));
 
         await Task.WhenAll(Enumerable.Range(0, 60).Select(i => AssertFileAsync(host, transport, Sizes[i % Sizes.Length])));
+    }
+
+    [Fact]
+    public async Task Client_that_stops_reading_is_disconnected_by_the_data_rate_rules()
+    {
+        // The writer's flush waits on SslStream; Kestrel's abort must still reach it and end the response.
+        const long Length = 256L * 1024 * 1024;
+        await using TestHost host = await TestHost.StartAsync(
+            StageTestApp.Configure(_files, _probe),
+            configureKestrel: k => k.Limits.MinResponseDataRate = new MinDataRate(bytesPerSecond: 1024 * 1024, gracePeriod: TimeSpan.FromSeconds(2)),
+            configureTls: l => l.UseTlsRecordCoalescing());
+
+        await using RawHttp2Client client = await RawHttp2Client.ConnectAsync(host.Https, initialWindowSize: int.MaxValue, connectionWindowIncrement: int.MaxValue - 65535, receiveBufferSize: 4096);
+        await client.SendGetAsync(1, $"/stream/{Length}");
+        while ((await client.ReadFrameAsync())!.Type != RawHttp2Client.Data)
+        {
+        }
+
+        // Not reading any more: the response must be aborted rather than hang or buffer the body.
+        await _probe.StreamAborted.Task.WaitAsync(TimeSpan.FromSeconds(60));
+        Assert.True(_probe.StreamBytesFlushed < Length / 4, $"app flushed {_probe.StreamBytesFlushed}");
+        Assert.False(_probe.StreamCompleted.Task.IsCompleted);
     }
 
     [Fact]
