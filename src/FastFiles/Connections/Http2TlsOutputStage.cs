@@ -39,34 +39,27 @@ internal sealed class Http2TlsOutputStage
 
     public Task OnConnectionAsync(ConnectionContext context)
     {
-        if (!ShouldStage(context))
+        Http2TlsOutputStageMode mode = _options.Mode;
+        // Plaintext connections (and a disabled stage) are not decisions; TLS ones are counted either way.
+        bool tls = mode != Http2TlsOutputStageMode.Disabled && context.Features.Get<ITlsConnectionFeature>() is not null;
+        bool stage = tls && (mode == Http2TlsOutputStageMode.AllProtocols || NegotiatedHttp2(context));
+        if (tls)
+        {
+            _metrics.StageDecided(stage);
+        }
+
+        if (!stage)
         {
             _options.Statistics.PassedThrough();
-            if (_options.Mode != Http2TlsOutputStageMode.Disabled && context.Features.Get<ITlsConnectionFeature>() is not null)
-            {
-                _metrics.StageDecided(staged: false);
-            }
-
             return _next(context);
         }
 
         return StageAsync(context);
     }
 
-    private bool ShouldStage(ConnectionContext context)
+    // ALPN is settled before HttpsConnectionMiddleware calls us, so the decision is per connection.
+    private static bool NegotiatedHttp2(ConnectionContext context)
     {
-        Http2TlsOutputStageMode mode = _options.Mode;
-        if (mode == Http2TlsOutputStageMode.Disabled || context.Features.Get<ITlsConnectionFeature>() is null)
-        {
-            return false;
-        }
-
-        if (mode == Http2TlsOutputStageMode.AllProtocols)
-        {
-            return true;
-        }
-
-        // ALPN is settled before HttpsConnectionMiddleware calls us, so the decision is per connection.
         ReadOnlyMemory<byte> alpn = context.Features.Get<ITlsApplicationProtocolFeature>()?.ApplicationProtocol ?? default;
         return alpn.Span.SequenceEqual(SslApplicationProtocol.Http2.Protocol.Span);
     }
@@ -77,7 +70,6 @@ internal sealed class Http2TlsOutputStage
         MemoryPool<byte> pool = context.Features.Get<IMemoryPoolFeature>()?.MemoryPool ?? MemoryPool<byte>.Shared;
         var connection = new OutputStageConnection(tls, pool, _bound, _options.Statistics, _metrics, _logger, context.ConnectionId);
         _options.Statistics.Staged();
-        _metrics.StageDecided(staged: true);
         Log.OutputStaged(_logger, context.ConnectionId, _bound);
 
         Task drain = connection.StartDraining();

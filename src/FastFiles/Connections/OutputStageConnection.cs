@@ -12,8 +12,6 @@ namespace FastFiles.Connections;
 /// </summary>
 internal sealed class OutputStageConnection : IDuplexPipe
 {
-    private const int MaxTlsRecordPayload = 16 * 1024;
-
     private readonly IDuplexPipe _tls;
     private readonly Pipe _pipe;
     private readonly StageWriter _writer;
@@ -188,7 +186,7 @@ internal sealed class OutputStageConnection : IDuplexPipe
         ReadOnlySequence<byte> rest = buffer;
         while (!rest.IsEmpty)
         {
-            int want = (int)Math.Min(rest.Length, MaxTlsRecordPayload);
+            int want = (int)Math.Min(rest.Length, TlsRecordWriter.RecordSize);
             Span<byte> span = tls.GetSpan(want);
             int count = Math.Min(want, span.Length);
             rest.Slice(0, count).CopyTo(span);
