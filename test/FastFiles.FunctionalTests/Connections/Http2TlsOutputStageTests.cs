@@ -14,19 +14,10 @@ namespace FastFiles.FunctionalTests.Connections;
 public sealed class Http2TlsOutputStageTests : IDisposable
 {
     private static readonly int[] Sizes = [0, 1, 100, 4095, 16384, 16385, 65536, 100_000, 1024 * 1024 + 3, 5 * 1024 * 1024];
-    private readonly TestFiles _files = new();
-    private readonly Dictionary<int, byte[]> _contents = [];
+    private readonly SizedFiles _sized = new(Sizes);
     private readonly ServerProbe _probe = new();
 
-    public Http2TlsOutputStageTests()
-    {
-        foreach (int size in Sizes)
-        {
-            _contents[size] = _files.Create($"f{size}.bin", size);
-        }
-    }
-
-    public void Dispose() => _files.Dispose();
+    public void Dispose() => _sized.Dispose();
 
     private async Task<(TestHost Host, Http2TlsOutputStageOptions Stage)> StartAsync(
         Action<Http2TlsOutputStageOptions>? configureStage = null,
@@ -35,7 +26,7 @@ public sealed class Http2TlsOutputStageTests : IDisposable
     {
         Http2TlsOutputStageOptions? stage = null;
         TestHost host = await TestHost.StartAsync(
-            StageTestApp.Configure(_files, _probe),
+            StageTestApp.Configure(_sized.Files, _probe),
             configureKestrel: configureKestrel,
             configureTls: l => l.UseHttp2TlsOutputStage(o =>
             {
@@ -46,15 +37,6 @@ public sealed class Http2TlsOutputStageTests : IDisposable
         return (host, stage!);
     }
 
-    private async Task AssertFileAsync(TestHost host, Transport transport, int size)
-    {
-        using HttpResponseMessage response = await host.SendAsync(transport, $"/f{size}.bin");
-        byte[] body = await response.Content.ReadAsByteArrayAsync();
-        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
-        Assert.Equal(TestHost.VersionFor(transport), response.Version);
-        Assert.Equal(TestFiles.Sha256(_contents[size]), TestFiles.Sha256(body));
-    }
-
     [Fact]
     public async Task Http2_many_concurrent_streams_of_mixed_sizes_arrive_intact()
     {
@@ -62,7 +44,7 @@ public sealed class Http2TlsOutputStageTests : IDisposable
         await using TestHost _ = host;
 
         // 300 requests over HttpClient's single h2 connection: more than Kestrel's 100 concurrent streams.
-        Task[] requests = Enumerable.Range(0, 300).Select(i => AssertFileAsync(host, Transport.H2Tls, Sizes[i % Sizes.Length])).ToArray();
+        Task[] requests = Enumerable.Range(0, 300).Select(i => _sized.AssertServedAsync(host, Transport.H2Tls, Sizes[i % Sizes.Length])).ToArray();
         await Task.WhenAll(requests);
 
         long total = Enumerable.Range(0, 300).Sum(i => (long)Sizes[i % Sizes.Length]);
@@ -78,10 +60,10 @@ public sealed class Http2TlsOutputStageTests : IDisposable
 
         foreach (int size in Sizes)
         {
-            await AssertFileAsync(host, Transport.Http11Tls, size);
+            await _sized.AssertServedAsync(host, Transport.Http11Tls, size);
         }
 
-        await Task.WhenAll(Enumerable.Range(0, 20).Select(i => AssertFileAsync(host, Transport.Http11Tls, Sizes[i % Sizes.Length])));
+        await Task.WhenAll(Enumerable.Range(0, 20).Select(i => _sized.AssertServedAsync(host, Transport.Http11Tls, Sizes[i % Sizes.Length])));
         Assert.True(stage.Statistics.ConnectionsStaged >= 1);
         Assert.Equal(0, stage.Statistics.ConnectionsPassedThrough);
     }
@@ -93,11 +75,11 @@ public sealed class Http2TlsOutputStageTests : IDisposable
         await using TestHost _ = host;
 
         Assert.Equal(Http2TlsOutputStageMode.Http2Only, stage.Mode);
-        await AssertFileAsync(host, Transport.Http11Tls, 100_000);
+        await _sized.AssertServedAsync(host, Transport.Http11Tls, 100_000);
         Assert.Equal(0, stage.Statistics.ConnectionsStaged);
         Assert.Equal(1, stage.Statistics.ConnectionsPassedThrough);
 
-        await AssertFileAsync(host, Transport.H2Tls, 100_000);
+        await _sized.AssertServedAsync(host, Transport.H2Tls, 100_000);
         Assert.Equal(1, stage.Statistics.ConnectionsStaged);
     }
 
@@ -112,7 +94,7 @@ public sealed class Http2TlsOutputStageTests : IDisposable
         }));
         await using TestHost h = host;
 
-        await Task.WhenAll(Sizes.Select(size => AssertFileAsync(host, Transport.H2c, size)));
+        await Task.WhenAll(Sizes.Select(size => _sized.AssertServedAsync(host, Transport.H2c, size)));
         Assert.Equal(0, h2cStage!.Statistics.ConnectionsStaged);
         Assert.Equal(1, h2cStage.Statistics.ConnectionsPassedThrough);
     }
@@ -123,7 +105,7 @@ public sealed class Http2TlsOutputStageTests : IDisposable
         Http2TlsOutputStageOptions? stage = null;
         // The TLS endpoint is configured before UseFastFiles runs: the options are looked up when the endpoint starts.
         await using TestHost host = await TestHost.StartAsync(
-            StageTestApp.Configure(_files, _probe),
+            StageTestApp.Configure(_sized.Files, _probe),
             configureKestrel: k => k.UseFastFiles(o =>
             {
                 o.EnableHttp2TlsOutputStage = true;
@@ -132,8 +114,8 @@ public sealed class Http2TlsOutputStageTests : IDisposable
             }),
             configureTls: l => l.UseHttp2TlsOutputStage());
 
-        await AssertFileAsync(host, Transport.Http11Tls, 100_000);
-        await AssertFileAsync(host, Transport.H2Tls, 100_000);
+        await _sized.AssertServedAsync(host, Transport.Http11Tls, 100_000);
+        await _sized.AssertServedAsync(host, Transport.H2Tls, 100_000);
         Assert.Equal(2, stage!.Statistics.ConnectionsStaged);
     }
 
@@ -144,7 +126,7 @@ public sealed class Http2TlsOutputStageTests : IDisposable
     {
         Http2TlsOutputStageOptions? stage = null;
         await using TestHost host = await TestHost.StartAsync(
-            StageTestApp.Configure(_files, _probe),
+            StageTestApp.Configure(_sized.Files, _probe),
             configureKestrel: k => k.UseFastFiles(o =>
             {
                 o.EnableHttp2TlsOutputStage = enabled;
@@ -152,7 +134,7 @@ public sealed class Http2TlsOutputStageTests : IDisposable
             }),
             configureTls: l => l.UseFastFiles());
 
-        await AssertFileAsync(host, Transport.H2Tls, 100_000);
+        await _sized.AssertServedAsync(host, Transport.H2Tls, 100_000);
         // The stage counts every connection it sees; when it is not installed it sees none.
         Assert.Equal(enabled ? 1 : 0, stage!.Statistics.ConnectionsStaged);
     }
@@ -163,7 +145,7 @@ public sealed class Http2TlsOutputStageTests : IDisposable
         (TestHost host, Http2TlsOutputStageOptions stage) = await StartAsync(o => o.Mode = Http2TlsOutputStageMode.Disabled);
         await using TestHost _ = host;
 
-        await AssertFileAsync(host, Transport.H2Tls, 65536);
+        await _sized.AssertServedAsync(host, Transport.H2Tls, 65536);
         Assert.Equal(0, stage.Statistics.ConnectionsStaged + stage.Statistics.ConnectionsPassedThrough);
     }
 
@@ -185,7 +167,7 @@ public sealed class Http2TlsOutputStageTests : IDisposable
 
             // Disposing the unfinished response sent RST_STREAM; the server must notice and the connection must go on.
             await _probe.StreamAborted.Task.WaitAsync(TimeSpan.FromSeconds(30));
-            await AssertFileAsync(host, Transport.H2Tls, 1024 * 1024 + 3);
+            await _sized.AssertServedAsync(host, Transport.H2Tls, 1024 * 1024 + 3);
         }
 
         Assert.Equal(1, stage.Statistics.ConnectionsStaged);
@@ -295,48 +277,21 @@ public sealed class Http2TlsOutputStageTests : IDisposable
         (TestHost host, Http2TlsOutputStageOptions _) = await StartAsync();
         await using TestHost h = host;
         IMeterFactory factory = host.Services.GetRequiredService<IMeterFactory>();
-        long staged = 0, passedThrough = 0, forwarded = 0, buffered = 0;
-        using var listener = new MeterListener();
-        listener.InstrumentPublished = (instrument, l) =>
-        {
-            // Only this host's instruments: other tests run their own hosts in parallel.
-            if (instrument.Meter.Scope == factory && instrument.Name.StartsWith("fastfiles.tls_stage.", StringComparison.Ordinal))
-            {
-                l.EnableMeasurementEvents(instrument);
-            }
-        };
-        listener.SetMeasurementEventCallback<long>((instrument, value, tags, _) =>
-        {
-            switch (instrument.Name)
-            {
-                case "fastfiles.tls_stage.connections":
-                    string? decision = null;
-                    foreach (KeyValuePair<string, object?> tag in tags)
-                    {
-                        decision = tag.Key == "fastfiles.tls_stage.decision" ? tag.Value as string : decision;
-                    }
+        const string Decision = "fastfiles.tls_stage.decision";
+        using var staged = new InstrumentRecorder(factory, "fastfiles.tls_stage.connections", new(Decision, "staged"));
+        using var passedThrough = new InstrumentRecorder(factory, "fastfiles.tls_stage.connections", new(Decision, "passed_through"));
+        using var forwarded = new InstrumentRecorder(factory, "fastfiles.tls_stage.forwarded");
+        using var buffered = new InstrumentRecorder(factory, "fastfiles.tls_stage.buffered");
 
-                    Interlocked.Increment(ref decision == "staged" ? ref staged : ref passedThrough);
-                    break;
-                case "fastfiles.tls_stage.forwarded":
-                    Interlocked.Add(ref forwarded, value);
-                    break;
-                case "fastfiles.tls_stage.buffered":
-                    Interlocked.Add(ref buffered, value);
-                    break;
-            }
-        });
-        listener.Start();
-
-        await AssertFileAsync(host, Transport.H2Tls, 100_000);
-        await AssertFileAsync(host, Transport.Http11Tls, 100);
+        await _sized.AssertServedAsync(host, Transport.H2Tls, 100_000);
+        await _sized.AssertServedAsync(host, Transport.Http11Tls, 100);
         await host.StopAsync();
 
-        Assert.Equal(1, Interlocked.Read(ref staged));
-        Assert.Equal(1, Interlocked.Read(ref passedThrough));
-        Assert.True(Interlocked.Read(ref forwarded) > 100_000, $"forwarded {forwarded}");
+        Assert.Equal(1, staged.Total);
+        Assert.Equal(1, passedThrough.Total);
+        Assert.True(forwarded.Total > 100_000, $"forwarded {forwarded.Total}");
         // Every byte Kestrel put into the stage left it again once the connection was over.
-        Assert.Equal(0, Interlocked.Read(ref buffered));
+        Assert.Equal(0, buffered.Total);
     }
 
     [Fact]

@@ -13,20 +13,14 @@ namespace FastFiles.FunctionalTests.Connections;
 public sealed class NodeConformanceTests : IDisposable
 {
     private static readonly int[] Sizes = [0, 1, 16384, 16385, 100_000, 1024 * 1024 + 3, 3 * 1024 * 1024];
-    private readonly TestFiles _files = new();
-    private readonly Dictionary<int, byte[]> _contents = [];
+    private readonly SizedFiles _sized = new(Sizes);
 
     public NodeConformanceTests()
     {
-        foreach (int size in Sizes)
-        {
-            _contents[size] = _files.Create($"f{size}.bin", size);
-        }
-
-        _files.Write("ca.pem", System.Text.Encoding.ASCII.GetBytes(TestCertificate.Instance.ExportCertificatePem()));
+        _sized.Files.Write("ca.pem", System.Text.Encoding.ASCII.GetBytes(TestCertificate.Instance.ExportCertificatePem()));
     }
 
-    public void Dispose() => _files.Dispose();
+    public void Dispose() => _sized.Dispose();
 
     [Fact]
     public async Task Outcomes_are_the_same_with_the_stage_or_record_coalescing_on_and_with_neither()
@@ -45,10 +39,10 @@ public sealed class NodeConformanceTests : IDisposable
             JsonElement results = root.GetProperty("manyStreams").GetProperty($"/f{size}.bin");
             Assert.Equal(1, results.GetArrayLength());
             Assert.Equal(200, results[0].GetProperty("status").GetInt32());
-            Assert.Equal(TestFiles.Sha256(_contents[size]), results[0].GetProperty("sha256").GetString()!.ToUpperInvariant());
+            Assert.Equal(TestFiles.Sha256(_sized.Contents[size]), results[0].GetProperty("sha256").GetString()!.ToUpperInvariant());
         }
 
-        string largest = TestFiles.Sha256(_contents[Sizes[^1]]);
+        string largest = TestFiles.Sha256(_sized.Contents[Sizes[^1]]);
         JsonElement rst = root.GetProperty("rstStream");
         Assert.True(rst.GetProperty("sawData").GetBoolean());
         Assert.Equal(8, rst.GetProperty("rstCode").GetInt32());
@@ -69,7 +63,7 @@ public sealed class NodeConformanceTests : IDisposable
         var probe = new ServerProbe();
         Http2TlsOutputStageOptions? stage = null;
         TestHost host = await TestHost.StartAsync(
-            StageTestApp.Configure(_files, probe),
+            StageTestApp.Configure(_sized.Files, probe),
             configureTls: l =>
             {
                 if (coalesce)
@@ -92,7 +86,7 @@ public sealed class NodeConformanceTests : IDisposable
         };
         start.ArgumentList.Add(Path.Combine(AppContext.BaseDirectory, "Connections", "h2conformance.js"));
         start.ArgumentList.Add(host.Https.ToString().TrimEnd('/'));
-        start.ArgumentList.Add(_files.PathOf("ca.pem"));
+        start.ArgumentList.Add(_sized.Files.PathOf("ca.pem"));
         foreach (int size in Sizes)
         {
             start.ArgumentList.Add($"/f{size}.bin");

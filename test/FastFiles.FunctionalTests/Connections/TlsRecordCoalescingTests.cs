@@ -11,35 +11,17 @@ namespace FastFiles.FunctionalTests.Connections;
 public sealed class TlsRecordCoalescingTests : IDisposable
 {
     private static readonly int[] Sizes = [0, 1, 100, 4095, 4096, 4097, 16383, 16384, 16385, 65536, 100_000, 1024 * 1024 + 3];
-    private readonly TestFiles _files = new();
-    private readonly Dictionary<int, byte[]> _contents = [];
+    private readonly SizedFiles _sized = new(Sizes);
     private readonly ServerProbe _probe = new();
 
-    public TlsRecordCoalescingTests()
-    {
-        foreach (int size in Sizes)
-        {
-            _contents[size] = _files.Create($"f{size}.bin", size);
-        }
-    }
-
-    public void Dispose() => _files.Dispose();
+    public void Dispose() => _sized.Dispose();
 
     // On the TLS endpoint after UseHttps, and on the h2c endpoint, where it must pass connections through.
     private Task<TestHost> StartAsync()
         => TestHost.StartAsync(
-            StageTestApp.Configure(_files, _probe),
+            StageTestApp.Configure(_sized.Files, _probe),
             configureTls: l => l.UseTlsRecordCoalescing(),
             configureH2c: l => l.UseTlsRecordCoalescing());
-
-    private async Task AssertFileAsync(TestHost host, Transport transport, int size)
-    {
-        using HttpResponseMessage response = await host.SendAsync(transport, $"/f{size}.bin");
-        byte[] body = await response.Content.ReadAsByteArrayAsync();
-        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
-        Assert.Equal(TestHost.VersionFor(transport), response.Version);
-        Assert.Equal(TestFiles.Sha256(_contents[size]), TestFiles.Sha256(body));
-    }
 
     [Theory]
     [InlineData(Transport.H2Tls)]
@@ -49,7 +31,7 @@ public sealed class TlsRecordCoalescingTests : IDisposable
     {
         await using TestHost host = await StartAsync();
 
-        await Task.WhenAll(Enumerable.Range(0, 120).Select(i => AssertFileAsync(host, transport, Sizes[i % Sizes.Length])));
+        await Task.WhenAll(Enumerable.Range(0, 120).Select(i => _sized.AssertServedAsync(host, transport, Sizes[i % Sizes.Length])));
     }
 
     [Theory]
@@ -58,10 +40,10 @@ public sealed class TlsRecordCoalescingTests : IDisposable
     public async Task With_the_stage_behind_it_responses_arrive_intact(Transport transport)
     {
         await using TestHost host = await TestHost.StartAsync(
-            StageTestApp.Configure(_files, _probe),
+            StageTestApp.Configure(_sized.Files, _probe),
             configureTls: l => l.UseTlsRecordCoalescing().UseHttp2TlsOutputStage(o => o.Mode = FastFiles.Connections.Http2TlsOutputStageMode.AllProtocols));
 
-        await Task.WhenAll(Enumerable.Range(0, 60).Select(i => AssertFileAsync(host, transport, Sizes[i % Sizes.Length])));
+        await Task.WhenAll(Enumerable.Range(0, 60).Select(i => _sized.AssertServedAsync(host, transport, Sizes[i % Sizes.Length])));
     }
 
     [Fact]
@@ -70,7 +52,7 @@ public sealed class TlsRecordCoalescingTests : IDisposable
         // The writer's flush waits on SslStream; Kestrel's abort must still reach it and end the response.
         const long Length = 256L * 1024 * 1024;
         await using TestHost host = await TestHost.StartAsync(
-            StageTestApp.Configure(_files, _probe),
+            StageTestApp.Configure(_sized.Files, _probe),
             configureKestrel: k => k.Limits.MinResponseDataRate = new MinDataRate(bytesPerSecond: 1024 * 1024, gracePeriod: TimeSpan.FromSeconds(2)),
             configureTls: l => l.UseTlsRecordCoalescing());
 
@@ -111,15 +93,15 @@ public sealed class TlsRecordCoalescingTests : IDisposable
     public async Task ListenOptions_UseFastFiles_adds_coalescing_inside_tls_only_when_enabled(bool enabled)
     {
         await using TestHost host = await TestHost.StartAsync(
-            StageTestApp.Configure(_files, _probe),
+            StageTestApp.Configure(_sized.Files, _probe),
             configureKestrel: k => k.UseFastFiles(o => o.EnableTlsRecordCoalescing = enabled),
             configureTls: l => l.UseFastFiles(),
             configureH2c: l => l.UseFastFiles());
         using var coalesced = new InstrumentRecorder(host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.tls_records.coalesced_connections");
 
-        await AssertFileAsync(host, Transport.H2Tls, 100_000);
-        await AssertFileAsync(host, Transport.Http11Tls, 100_000);
-        await AssertFileAsync(host, Transport.H2c, 100_000);
+        await _sized.AssertServedAsync(host, Transport.H2Tls, 100_000);
+        await _sized.AssertServedAsync(host, Transport.Http11Tls, 100_000);
+        await _sized.AssertServedAsync(host, Transport.H2c, 100_000);
 
         // Two TLS connections; the h2c one has no TLS and is passed through.
         Assert.Equal(enabled ? 2 : 0, coalesced.Total);
