@@ -67,6 +67,12 @@ internal sealed class CachedFile
 
     public long ContentBytes { get; }
 
+    /// <summary>
+    /// Response bytes a connection-level consumer of this cache (the static lane) prebuilt for this entry; they live
+    /// and die with the entry, so a changed file never gets old bytes.
+    /// </summary>
+    public object? Prebuilt { get; set; }
+
     public long ValidatedAt => Volatile.Read(ref _validatedAt);
 
     public long LastAccess => Volatile.Read(ref _lastAccess);

@@ -22,6 +22,9 @@ internal sealed class FastFilesMetrics
     private readonly UpDownCounter<long> _stageBuffered;
     private readonly Counter<long> _stageDrainTimeouts;
     private readonly Counter<long> _coalescedConnections;
+    private readonly Counter<long> _laneRequests;
+    private readonly Counter<long> _laneBytes;
+    private readonly Counter<long> _laneHandOffs;
     private readonly List<FileCache> _caches = [];
 
     public FastFilesMetrics(IMeterFactory? meterFactory)
@@ -42,6 +45,10 @@ internal sealed class FastFilesMetrics
             "fastfiles.tls_stage.drain_timeouts", "{connection}", "Connections aborted because the client did not read the end of the response in time.");
         _coalescedConnections = meter.CreateCounter<long>(
             "fastfiles.tls_records.coalesced_connections", "{connection}", "TLS connections whose writes are coalesced into full-size TLS records.");
+        _laneRequests = meter.CreateCounter<long>("fastfiles.lane.requests", "{request}", "Requests answered by the HTTP/1.1 static lane.");
+        _laneBytes = meter.CreateCounter<long>("fastfiles.lane.bytes", "By", "Response bytes (headers and bodies) written by the static lane.");
+        _laneHandOffs = meter.CreateCounter<long>(
+            "fastfiles.lane.handoffs", "{connection}", "Connections the static lane handed to Kestrel, by reason (fastfiles.lane.reason).");
     }
 
     /// <summary>The app's instance: the registered singleton, else one shared by everything built from <paramref name="services"/>.</summary>
@@ -78,6 +85,14 @@ internal sealed class FastFilesMetrics
     public void StageDrainTimedOut() => _stageDrainTimeouts.Add(1);
 
     public void RecordsCoalesced() => _coalescedConnections.Add(1);
+
+    public void LaneServed(int requests, long bytes)
+    {
+        _laneRequests.Add(requests);
+        _laneBytes.Add(bytes);
+    }
+
+    public void LaneHandedOff(string reason) => _laneHandOffs.Add(1, new KeyValuePair<string, object?>("fastfiles.lane.reason", reason));
 
     public void Register(FileCache cache)
     {

@@ -50,12 +50,14 @@ internal sealed class FileCache : IDisposable
 
     /// <summary>Finds a fresh entry for <paramref name="key"/>, re-checking the file system when the entry is due.</summary>
     public bool TryGet(string key, out CachedFile entry)
-    {
-        if (!_entries.TryGetValue(key, out entry!))
-        {
-            return false;
-        }
+        => _entries.TryGetValue(key, out entry!) && Validate(entry);
 
+    /// <summary>As <see cref="TryGet(string, out CachedFile)"/>, for a key that is not a string (no string is made).</summary>
+    public bool TryGet(ReadOnlySpan<char> key, out CachedFile entry)
+        => _entries.GetAlternateLookup<ReadOnlySpan<char>>().TryGetValue(key, out entry!) && Validate(entry);
+
+    private bool Validate(CachedFile entry)
+    {
         long now = Environment.TickCount64;
         if (now - entry.ValidatedAt >= _revalidateAfterMs)
         {

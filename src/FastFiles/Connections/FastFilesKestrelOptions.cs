@@ -43,4 +43,20 @@ public sealed class FastFilesKestrelOptions
     /// </summary>
     /// <remarks>Defaults to <see langword="true"/>.</remarks>
     public bool EnableRequestHeaderCache { get; set; } = true;
+
+    /// <summary>
+    /// Whether <c>KestrelServerOptions.UseFastFiles</c> (for every endpoint from configuration) and
+    /// <c>ListenOptions.UseFastFiles</c> add the HTTP/1.1 static lane with <see cref="StaticLane"/>'s roots: GET and
+    /// HEAD for files under those roots are answered before Kestrel parses the request, and never reach the
+    /// application's middleware (no authentication, no rewrites). An explicit <c>UseStaticLane()</c> always adds it.
+    /// </summary>
+    /// <remarks>Defaults to <see langword="false"/>: the lane serves only what it is explicitly given.</remarks>
+    public bool EnableStaticLane { get; set; }
+
+    /// <summary>The static lane's roots, used when <see cref="EnableStaticLane"/> is on.</summary>
+    /// <remarks>
+    /// Defaults to a new <see cref="Microsoft.AspNetCore.Builder.StaticLaneOptions"/> with no roots: the roots bound from
+    /// the <c>FastFiles:StaticLane</c> configuration section apply.
+    /// </remarks>
+    public Microsoft.AspNetCore.Builder.StaticLaneOptions StaticLane { get; } = new();
 }

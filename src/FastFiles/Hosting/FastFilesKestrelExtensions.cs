@@ -7,6 +7,12 @@ using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
+using Microsoft.Extensions.FileProviders;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Options;
+using Microsoft.AspNetCore.Builder;
+using FastFiles;
+using FastStaticFileOptions = FastFiles.StaticFiles.FastStaticFileOptions;
 
 namespace Microsoft.AspNetCore.Hosting;
 
@@ -62,9 +68,16 @@ public static class FastFilesKestrelExtensions
                 }
 
                 bool staged = fastFiles.EnableHttp2TlsOutputStage && stage.Mode != Http2TlsOutputStageMode.Disabled;
-                if (staged || fastFiles.EnableTlsRecordCoalescing)
+                bool tlsApplied = false;
+                if (staged || fastFiles.EnableTlsRecordCoalescing || (fastFiles.EnableStaticLane && e.IsHttps))
                 {
-                    e.UseTlsParts(fastFiles.EnableTlsRecordCoalescing, staged ? stage : null);
+                    tlsApplied = e.UseTlsParts(fastFiles.EnableTlsRecordCoalescing, staged ? stage : null);
+                }
+
+                // The lane must see plaintext: on an HTTPS endpoint FastFiles could not take TLS over (SNI), it stays off.
+                if (fastFiles.EnableStaticLane && (!e.IsHttps || tlsApplied))
+                {
+                    e.ListenOptions.UseStaticLane(fastFiles.StaticLane);
                 }
             });
         }
@@ -99,6 +112,12 @@ public static class FastFilesKestrelExtensions
             if (registered?.EnableRequestHeaderCache ?? true)
             {
                 pipeline = new RequestHeaderCacheMiddleware(pipeline).OnConnectionAsync;
+            }
+
+            // Before the header cache: a connection the lane hands off then gets it as usual.
+            if (registered is { EnableStaticLane: true })
+            {
+                pipeline = CreateLane(pipeline, registered.StaticLane, listenOptions);
             }
 
             // Outermost, right after TLS: it also coalesces what the stage drains.
@@ -181,6 +200,87 @@ public static class FastFilesKestrelExtensions
         return listenOptions;
     }
 
+    /// <summary>
+    /// Adds the HTTP/1.1 static lane to an endpoint: GET and HEAD requests for files under the given roots are answered
+    /// from prebuilt response bytes before Kestrel parses them; the first request the lane does not fully handle, and
+    /// everything after it on that connection, goes to Kestrel untouched. Call it after <c>UseHttps</c> on TLS endpoints.
+    /// HTTP/2 connections pass through. Requests the lane answers never reach the application's middleware (no
+    /// authentication, authorization, rewrites or host filtering): hand it only public roots.
+    /// </summary>
+    /// <param name="listenOptions">The endpoint.</param>
+    /// <param name="configure">
+    /// Adds the roots. Without roots in code, the roots bound from the <c>FastFiles:StaticLane</c> configuration section
+    /// are used.
+    /// </param>
+    /// <returns>The endpoint.</returns>
+    public static ListenOptions UseStaticLane(this ListenOptions listenOptions, Action<StaticLaneOptions>? configure = null)
+    {
+        ArgumentNullException.ThrowIfNull(listenOptions);
+        var lane = new StaticLaneOptions();
+        configure?.Invoke(lane);
+        return listenOptions.UseStaticLane(lane);
+    }
+
+    internal static ListenOptions UseStaticLane(this ListenOptions listenOptions, StaticLaneOptions lane)
+    {
+        listenOptions.Use(next => CreateLane(next, lane, listenOptions));
+        return listenOptions;
+    }
+
+    // Roots are built once per options instance and server, so endpoints sharing options share one cache.
+    private static readonly ConditionalWeakTable<StaticLaneOptions, StaticLaneRoot[]> LaneRoots = [];
+
+    private static ConnectionDelegate CreateLane(ConnectionDelegate next, StaticLaneOptions lane, ListenOptions listenOptions)
+    {
+        if ((listenOptions.Protocols & HttpProtocols.Http1) == 0)
+        {
+            return next;
+        }
+
+        IServiceProvider services = listenOptions.ApplicationServices;
+        ILogger logger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Connections.StaticLane") ?? NullLogger.Instance;
+        StaticLaneRoot[] roots = LaneRoots.GetValue(lane, options => BuildLaneRoots(options, listenOptions));
+        if (roots.Length == 0)
+        {
+            return next;
+        }
+
+        Log.LaneEnabled(logger, listenOptions.ToString() ?? string.Empty, roots.Length);
+        KestrelServerLimits limits = listenOptions.KestrelServerOptions?.Limits ?? new KestrelServerLimits();
+        return new StaticLaneConnectionMiddleware(next, roots, limits, FastFiles.Caching.FastFilesMetrics.For(services), logger).OnConnectionAsync;
+    }
+
+    private static StaticLaneRoot[] BuildLaneRoots(StaticLaneOptions lane, ListenOptions listenOptions)
+    {
+        IServiceProvider services = listenOptions.ApplicationServices;
+        IList<StaticLaneRootOptions> configured = lane.Roots.Count > 0
+            ? lane.Roots
+            : services.GetService<IOptions<StaticLaneOptions>>()?.Value.Roots ?? [];
+        FastFilesOptions fastFiles = services.GetService<IOptions<FastFilesOptions>>()?.Value ?? new FastFilesOptions();
+        bool serverHeader = listenOptions.KestrelServerOptions?.AddServerHeader ?? true;
+        ILogger cacheLogger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Caching") ?? NullLogger.Instance;
+        FastFiles.Caching.FastFilesMetrics metrics = FastFiles.Caching.FastFilesMetrics.For(services);
+        var roots = new List<StaticLaneRoot>();
+        foreach (StaticLaneRootOptions root in configured)
+        {
+            FastStaticFileOptions files = root.Files ?? services.GetService<IOptions<FastStaticFileOptions>>()?.Value ?? new FastStaticFileOptions();
+            string? physical = root.PhysicalPath
+                ?? (files.FileProvider as PhysicalFileProvider)?.Root
+                ?? (files.FileProvider is null ? services.GetService<IWebHostEnvironment>()?.WebRootPath : null);
+            roots.Add(new StaticLaneRoot(new StaticLaneRootOptions { PhysicalPath = physical, Files = files }, files, fastFiles, serverHeader, metrics, cacheLogger));
+        }
+
+        StaticLaneRoot[] built = [.. roots];
+        services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(() =>
+        {
+            foreach (StaticLaneRoot root in built)
+            {
+                root.Dispose();
+            }
+        });
+        return built;
+    }
+
     internal static EndpointConfiguration UseHttp2TlsOutputStage(this EndpointConfiguration endpoint, Http2TlsOutputStageOptions stage)
     {
         if (stage.Mode == Http2TlsOutputStageMode.Disabled)
@@ -188,16 +288,18 @@ public static class FastFilesKestrelExtensions
             return endpoint;
         }
 
-        return endpoint.UseTlsParts(coalesceRecords: false, stage);
+        endpoint.UseTlsParts(coalesceRecords: false, stage);
+        return endpoint;
     }
 
     // For an endpoint from configuration: TLS applied here with the options the loader assembled, then record coalescing
     // and/or the stage on its plaintext side.
-    private static EndpointConfiguration UseTlsParts(this EndpointConfiguration endpoint, bool coalesceRecords, Http2TlsOutputStageOptions? stage)
+    // True when TLS is now applied here (so later connection middleware sees plaintext).
+    private static bool UseTlsParts(this EndpointConfiguration endpoint, bool coalesceRecords, Http2TlsOutputStageOptions? stage)
     {
         if (!endpoint.IsHttps)
         {
-            return endpoint;
+            return false;
         }
 
         ILogger logger = CreateLogger(endpoint.ListenOptions);
@@ -215,7 +317,7 @@ public static class FastFilesKestrelExtensions
                 Log.SniEndpointNotCoalesced(logger, name);
             }
 
-            return endpoint;
+            return false;
         }
 
         // The loader skips its own UseHttps when the endpoint is already TLS; HttpsOptions already holds the certificate.
@@ -231,7 +333,7 @@ public static class FastFilesKestrelExtensions
         }
 
         Log.ConfigurationEndpointStaged(logger, name);
-        return endpoint;
+        return true;
     }
 
     internal static ListenOptions UseHttp2TlsOutputStage(this ListenOptions listenOptions, Http2TlsOutputStageOptions stage)

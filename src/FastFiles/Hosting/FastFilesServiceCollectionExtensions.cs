@@ -2,6 +2,7 @@ using System.Diagnostics.Metrics;
 using FastFiles;
 using FastFiles.Caching;
 using FastFiles.StaticFiles;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 
@@ -15,7 +16,8 @@ public static class FastFilesServiceCollectionExtensions
 
     /// <summary>
     /// Adds FastFiles' options, bound from the <c>FastFiles</c> configuration section (and
-    /// <c>FastFiles:StaticFiles</c> for <see cref="FastStaticFileOptions"/>), then applies <paramref name="configure"/>.
+    /// <c>FastFiles:StaticFiles</c> for <see cref="FastStaticFileOptions"/>, <c>FastFiles:StaticLane</c> for
+    /// <see cref="StaticLaneOptions"/>), then applies <paramref name="configure"/>.
     /// </summary>
     /// <param name="services">The service collection.</param>
     /// <param name="configure">Optional code configuration, applied after configuration binding.</param>
@@ -26,6 +28,7 @@ public static class FastFilesServiceCollectionExtensions
         AddCore(services);
         services.AddOptions<FastFilesOptions>().BindConfiguration(ConfigurationSectionName);
         services.AddOptions<FastStaticFileOptions>().BindConfiguration(ConfigurationSectionName + ":StaticFiles");
+        services.AddOptions<StaticLaneOptions>().BindConfiguration(ConfigurationSectionName + ":StaticLane");
         if (configure is not null)
         {
             services.Configure(configure);
@@ -36,7 +39,7 @@ public static class FastFilesServiceCollectionExtensions
 
     /// <summary>Adds FastFiles' options bound from an explicit configuration section.</summary>
     /// <param name="services">The service collection.</param>
-    /// <param name="configuration">The section holding <see cref="FastFilesOptions"/>; its <c>StaticFiles</c> child holds <see cref="FastStaticFileOptions"/>.</param>
+    /// <param name="configuration">The section holding <see cref="FastFilesOptions"/>; its <c>StaticFiles</c> child holds <see cref="FastStaticFileOptions"/>, its <c>StaticLane</c> child <see cref="StaticLaneOptions"/>.</param>
     /// <returns>The service collection.</returns>
     public static IServiceCollection AddFastFiles(this IServiceCollection services, IConfiguration configuration)
     {
@@ -45,6 +48,7 @@ public static class FastFilesServiceCollectionExtensions
         AddCore(services);
         services.AddOptions<FastFilesOptions>().Bind(configuration);
         services.AddOptions<FastStaticFileOptions>().Bind(configuration.GetSection("StaticFiles"));
+        services.AddOptions<StaticLaneOptions>().Bind(configuration.GetSection("StaticLane"));
         return services;
     }
 

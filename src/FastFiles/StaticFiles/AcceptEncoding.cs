@@ -42,50 +42,62 @@ internal readonly struct AcceptEncoding
         short br = Unset, zstd = Unset, gzip = Unset, identity = Unset, star = Unset;
         for (int i = 0; i < values.Count; i++)
         {
-            ReadOnlySpan<char> rest = values[i];
-            while (!rest.IsEmpty)
-            {
-                int comma = rest.IndexOf(',');
-                ReadOnlySpan<char> member = comma < 0 ? rest : rest[..comma];
-                rest = comma < 0 ? default : rest[(comma + 1)..];
-
-                int semi = member.IndexOf(';');
-                ReadOnlySpan<char> coding = (semi < 0 ? member : member[..semi]).Trim(" \t");
-                if (coding.IsEmpty)
-                {
-                    continue;
-                }
-
-                short q = semi < 0 ? (short)1000 : ParseQuality(member[(semi + 1)..]);
-                if (q < 0)
-                {
-                    continue;
-                }
-
-                if (coding.Equals("br", StringComparison.OrdinalIgnoreCase))
-                {
-                    br = q;
-                }
-                else if (coding.Equals("gzip", StringComparison.OrdinalIgnoreCase) || coding.Equals("x-gzip", StringComparison.OrdinalIgnoreCase))
-                {
-                    gzip = q;
-                }
-                else if (coding.Equals("zstd", StringComparison.OrdinalIgnoreCase))
-                {
-                    zstd = q;
-                }
-                else if (coding.Equals("identity", StringComparison.OrdinalIgnoreCase))
-                {
-                    identity = q;
-                }
-                else if (coding.SequenceEqual("*"))
-                {
-                    star = q;
-                }
-            }
+            ParseLine(values[i], ref br, ref zstd, ref gzip, ref identity, ref star);
         }
 
         return new AcceptEncoding(br, zstd, gzip, identity, star);
+    }
+
+    /// <summary>Parses one field line (what the static lane has, as the request's own characters).</summary>
+    public static AcceptEncoding Parse(ReadOnlySpan<char> line)
+    {
+        short br = Unset, zstd = Unset, gzip = Unset, identity = Unset, star = Unset;
+        ParseLine(line, ref br, ref zstd, ref gzip, ref identity, ref star);
+        return new AcceptEncoding(br, zstd, gzip, identity, star);
+    }
+
+    private static void ParseLine(ReadOnlySpan<char> rest, ref short br, ref short zstd, ref short gzip, ref short identity, ref short star)
+    {
+        while (!rest.IsEmpty)
+        {
+            int comma = rest.IndexOf(',');
+            ReadOnlySpan<char> member = comma < 0 ? rest : rest[..comma];
+            rest = comma < 0 ? default : rest[(comma + 1)..];
+
+            int semi = member.IndexOf(';');
+            ReadOnlySpan<char> coding = (semi < 0 ? member : member[..semi]).Trim(" \t");
+            if (coding.IsEmpty)
+            {
+                continue;
+            }
+
+            short q = semi < 0 ? (short)1000 : ParseQuality(member[(semi + 1)..]);
+            if (q < 0)
+            {
+                continue;
+            }
+
+            if (coding.Equals("br", StringComparison.OrdinalIgnoreCase))
+            {
+                br = q;
+            }
+            else if (coding.Equals("gzip", StringComparison.OrdinalIgnoreCase) || coding.Equals("x-gzip", StringComparison.OrdinalIgnoreCase))
+            {
+                gzip = q;
+            }
+            else if (coding.Equals("zstd", StringComparison.OrdinalIgnoreCase))
+            {
+                zstd = q;
+            }
+            else if (coding.Equals("identity", StringComparison.OrdinalIgnoreCase))
+            {
+                identity = q;
+            }
+            else if (coding.SequenceEqual("*"))
+            {
+                star = q;
+            }
+        }
     }
 
     /// <summary>Quality of a coding in thousandths; a coding not listed takes "*"'s weight, else 0.</summary>

@@ -17,38 +17,54 @@ internal static class EntityTagMatcher
         bool sawMember = false;
         for (int i = 0; i < values.Count; i++)
         {
-            ReadOnlySpan<char> rest = values[i];
-            while (true)
+            if (AnyMatches(values[i], etag, strong, ref sawMember))
             {
-                rest = rest.TrimStart(" \t,");
-                if (rest.IsEmpty)
-                {
-                    break;
-                }
-
-                if (rest[0] == '*')
-                {
-                    // "*" matches any current representation (RFC 9110 13.1.1, 13.1.2).
-                    return true;
-                }
-
-                if (!TryReadTag(ref rest, out ReadOnlySpan<char> tag, out bool weak))
-                {
-                    // A malformed list: skip to the next comma rather than guessing.
-                    int comma = rest.IndexOf(',');
-                    rest = comma < 0 ? default : rest[(comma + 1)..];
-                    continue;
-                }
-
-                sawMember = true;
-                if (Matches(tag, weak, etag, strong))
-                {
-                    return true;
-                }
+                return true;
             }
         }
 
         return sawMember ? false : null;
+    }
+
+    /// <summary>As <see cref="AnyMatches(StringValues, string, bool)"/> for one field line.</summary>
+    public static bool? AnyMatches(ReadOnlySpan<char> line, string etag, bool strong)
+    {
+        bool sawMember = false;
+        return AnyMatches(line, etag, strong, ref sawMember) ? true : sawMember ? false : null;
+    }
+
+    private static bool AnyMatches(ReadOnlySpan<char> rest, string etag, bool strong, ref bool sawMember)
+    {
+        while (true)
+        {
+            rest = rest.TrimStart(" \t,");
+            if (rest.IsEmpty)
+            {
+                break;
+            }
+
+            if (rest[0] == '*')
+            {
+                // "*" matches any current representation (RFC 9110 13.1.1, 13.1.2).
+                return true;
+            }
+
+            if (!TryReadTag(ref rest, out ReadOnlySpan<char> tag, out bool weak))
+            {
+                // A malformed list: skip to the next comma rather than guessing.
+                int comma = rest.IndexOf(',');
+                rest = comma < 0 ? default : rest[(comma + 1)..];
+                continue;
+            }
+
+            sawMember = true;
+            if (Matches(tag, weak, etag, strong))
+            {
+                return true;
+            }
+        }
+
+        return false;
     }
 
     /// <summary>

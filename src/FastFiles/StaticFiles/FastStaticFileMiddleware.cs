@@ -24,8 +24,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     private readonly RequestDelegate _next;
     private readonly FastStaticFileOptions _options;
     private readonly FileSource _source;
-    private readonly IContentTypeProvider _contentTypes;
-    private readonly Regex? _fingerprint;
+    private readonly StaticFilePolicy _policy;
     private readonly FileResponder _responder;
     private readonly ILogger _logger;
     private readonly FileCache? _cache;
@@ -43,10 +42,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         _next = next;
         _options = options.Value;
         _logger = loggerFactory.CreateLogger("FastFiles.StaticFiles");
-        _contentTypes = _options.ContentTypeProvider ?? new FileExtensionContentTypeProvider();
-        _fingerprint = string.IsNullOrEmpty(_options.FingerprintPattern)
-            ? null
-            : new Regex(_options.FingerprintPattern, RegexOptions.CultureInvariant | RegexOptions.Compiled, TimeSpan.FromMilliseconds(100));
+        _policy = new StaticFilePolicy(_options);
         FastFilesOptions fast = fastFilesOptions.Value;
         // One Kestrel setting turns reuse off everywhere unless FastFiles is told otherwise.
         bool disableReuse = fast.DisableStringReuse
@@ -136,15 +132,6 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         return parsed is not null ? parsed.AcceptEncoding(values) : AcceptEncoding.Parse(values);
     }
 
-    private FileResponseSettings SettingsFor(string subpath, string? contentType) => new()
-    {
-        ContentType = contentType,
-        CacheControl = _fingerprint is not null && _fingerprint.IsMatch(subpath) ? FastStaticFileOptions.ImmutableCacheControl : _options.CacheControl,
-        EnableRangeProcessing = true,
-        OnPrepareResponse = _options.OnPrepareResponse,
-        LogName = subpath,
-    };
-
     private async Task ServeAsync(HttpContext context, string subpath, bool rootWithoutSlash = false, bool useCache = true)
     {
         // Entries are keyed by the exact request path, so only cache when the prefix matched with its own case.
@@ -152,9 +139,9 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         if (useCache && _cache is not null && path is not null && subpath[^1] != '/'
             && path.Length == _requestPathValue.Length + subpath.Length
             && path.StartsWith(_requestPathValue, StringComparison.Ordinal)
-            && TryGetContentType(subpath, out string? cachedType))
+            && _policy.TryGetContentType(subpath, out string? cachedType))
         {
-            CachedFile? built = _cache.Build(path, subpath, SettingsFor(subpath, cachedType), _options.EnablePrecompressedFiles);
+            CachedFile? built = _cache.Build(path, subpath, _policy.SettingsFor(subpath, cachedType), _options.EnablePrecompressedFiles);
             if (built is not null)
             {
                 await ServeCachedAsync(context, built);
@@ -169,7 +156,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             LookupResult found = LookupResult.NotFound;
             if (!rootWithoutSlash && subpath[^1] != '/')
             {
-                if (!TryGetContentType(subpath, out _))
+                if (!_policy.TryGetContentType(subpath, out _))
                 {
                     // Unknown types are still looked up when default files may apply to a directory.
                     if (_options.DefaultFileNames.Count == 0)
@@ -234,7 +221,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                 return;
             }
 
-            if (!TryGetContentType(subpath, out string? contentType))
+            if (!_policy.TryGetContentType(subpath, out string? contentType))
             {
                 Log.UnknownContentType(_logger, subpath);
                 await _next(context);
@@ -263,7 +250,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                 }
             }
 
-            FileResponseSettings settings = SettingsFor(subpath, contentType) with { VaryAcceptEncoding = available != ContentCodings.None };
+            FileResponseSettings settings = _policy.SettingsFor(subpath, contentType) with { VaryAcceptEncoding = available != ContentCodings.None };
             await _responder.SendAsync(context, selected, settings);
         }
         finally
@@ -275,17 +262,6 @@ internal sealed class FastStaticFileMiddleware : IDisposable
 
             identity?.Dispose();
         }
-    }
-
-    private bool TryGetContentType(string subpath, out string? contentType)
-    {
-        if (_contentTypes.TryGetContentType(subpath, out contentType))
-        {
-            return true;
-        }
-
-        contentType = _options.DefaultContentType;
-        return _options.ServeUnknownFileTypes;
     }
 
     private string? FindDefaultFile(string directoryPath, out FileVersion? version)

@@ -1,0 +1,445 @@
+using System.Buffers;
+using System.Globalization;
+using System.IO.Pipelines;
+using FastFiles.Caching;
+using FastFiles.StaticFiles;
+using Microsoft.AspNetCore.Connections;
+using Microsoft.AspNetCore.Connections.Features;
+using Microsoft.AspNetCore.Server.Kestrel.Core.Features;
+using System.Net.Security;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.Logging;
+
+namespace FastFiles.Connections;
+
+/// <summary>
+/// The HTTP/1.1 static lane: reads the connection's bytes itself and answers GET and HEAD for files under its roots
+/// from prebuilt response bytes, before Kestrel parses anything. The first request it does not fully handle, and
+/// everything after it, goes to Kestrel with its bytes untouched: the lane advances the transport's reader only past
+/// requests it answered, then calls the rest of the pipeline with the same transport, and never takes the connection
+/// back. HTTP/2 connections (ALPN h2) pass straight through.
+/// </summary>
+/// <remarks>
+/// Kestrel's contracts while the lane holds a connection: an idle connection is closed after
+/// <see cref="KestrelServerLimits.KeepAliveTimeout"/>; a request that arrives in pieces is handed to Kestrel at once,
+/// so <see cref="KestrelServerLimits.RequestHeadersTimeout"/> and the header limits are Kestrel's own; a client that
+/// does not read its responses is aborted under <see cref="KestrelServerLimits.MinResponseDataRate"/>; on graceful
+/// shutdown the response in flight is finished and the connection closed. Kestrel's connection limit
+/// (<see cref="KestrelServerLimits.MaxConcurrentConnections"/>) is applied before any connection middleware runs.
+/// </remarks>
+internal sealed class StaticLaneConnectionMiddleware
+{
+    // Flush within a pipelined batch once this much is buffered: Kestrel's default MaxResponseBufferSize, so one read
+    // of many small requests for large files cannot buffer without bound.
+    private const int FlushThreshold = 64 * 1024;
+
+    private const int StatusCodes200 = 200;
+    private const int StatusCodes206 = 206;
+    private const int StatusCodes304 = 304;
+    private const int StatusCodes416 = 416;
+
+    private static readonly string[] ReasonNames = Enum.GetNames<HandOffReason>().Select(n => n.ToLowerInvariant()).ToArray();
+
+    private readonly ConnectionDelegate _next;
+    private readonly StaticLaneRoot[] _roots;
+    private readonly LaneLimits _limits;
+    private readonly TimeSpan _keepAliveTimeout;
+    private readonly MinDataRate? _minResponseDataRate;
+    private readonly FastFilesMetrics _metrics;
+    private readonly ILogger _logger;
+
+    public StaticLaneConnectionMiddleware(ConnectionDelegate next, StaticLaneRoot[] roots, KestrelServerLimits limits, FastFilesMetrics metrics, ILogger logger)
+    {
+        _next = next;
+        _roots = roots;
+        _limits = LaneLimits.From(limits);
+        _keepAliveTimeout = limits.KeepAliveTimeout;
+        _minResponseDataRate = limits.MinResponseDataRate;
+        _metrics = metrics;
+        _logger = logger;
+    }
+
+    public Task OnConnectionAsync(ConnectionContext context)
+    {
+        // ALPN chose HTTP/2: nothing for the lane.
+        if (context.Features.Get<ISslStreamFeature>()?.SslStream.NegotiatedApplicationProtocol == SslApplicationProtocol.Http2)
+        {
+            return _next(context);
+        }
+
+        return RunAsync(context);
+    }
+
+    private async Task RunAsync(ConnectionContext context)
+    {
+        var connection = new LaneConnection(context.Features.Get<IConnectionLifetimeNotificationFeature>());
+        PipeReader input = context.Transport.Input;
+        PipeWriter output = context.Transport.Output;
+        string? handOff = null;
+        try
+        {
+            while (true)
+            {
+                ReadResult result;
+                CancellationToken idle = connection.EnterIdle(_keepAliveTimeout);
+                if (connection.CloseRequested)
+                {
+                    break;
+                }
+
+                try
+                {
+                    result = await input.ReadAsync(idle);
+                }
+                catch (OperationCanceledException)
+                {
+                    // Keep-alive timeout or graceful shutdown while idle: close, as Kestrel does, without a response.
+                    break;
+                }
+
+                connection.LeaveIdle();
+                ReadOnlySequence<byte> buffer = result.Buffer;
+                SequencePosition consumed = buffer.Start;
+                long unflushed = 0;
+                int served = 0;
+                bool close = false;
+                HandOffReason reason = HandOffReason.Partial;
+                bool unhandled = false;
+                while (true)
+                {
+                    ReadOnlySequence<byte> rest = buffer.Slice(consumed);
+                    if (rest.IsEmpty)
+                    {
+                        break;
+                    }
+
+                    if (!TryServe(rest, output, connection.CloseRequested, out int length, out long written, out close, out reason))
+                    {
+                        unhandled = true;
+                        break;
+                    }
+
+                    consumed = rest.GetPosition(length);
+                    unflushed += written;
+                    served++;
+                    if (close || connection.CloseRequested)
+                    {
+                        break;
+                    }
+
+                    if (unflushed >= FlushThreshold)
+                    {
+                        _metrics.LaneServed(served, unflushed);
+                        served = 0;
+                        long pending = unflushed;
+                        unflushed = 0;
+                        if (!await FlushAsync(context, output, connection, pending))
+                        {
+                            input.AdvanceTo(consumed);
+                            return;
+                        }
+                    }
+                }
+
+                if (served > 0 || unflushed > 0)
+                {
+                    _metrics.LaneServed(served, unflushed);
+                    if (!await FlushAsync(context, output, connection, unflushed))
+                    {
+                        input.AdvanceTo(consumed);
+                        return;
+                    }
+                }
+
+                if (unhandled && !connection.CloseRequested)
+                {
+                    // Kestrel's first read sees exactly the bytes from the unhandled request on.
+                    input.AdvanceTo(consumed);
+                    handOff = ReasonNames[(int)reason];
+                    break;
+                }
+
+                input.AdvanceTo(consumed, buffer.End);
+                if (close || result.IsCompleted || result.IsCanceled)
+                {
+                    break;
+                }
+            }
+
+            if (handOff is null)
+            {
+                // The lane closes the connection itself (Connection: close, keep-alive timeout, shutdown, client gone).
+                await output.CompleteAsync();
+                await input.CompleteAsync();
+                return;
+            }
+        }
+        catch (Exception ex) when (ex is ConnectionResetException or ConnectionAbortedException or IOException or ObjectDisposedException)
+        {
+            // The client went away mid-read or mid-write; nothing the lane holds outlives this method.
+            Log.LaneConnectionEnded(_logger, context.ConnectionId, ex);
+        }
+        finally
+        {
+            connection.Dispose();
+        }
+
+        if (handOff is not null)
+        {
+            _metrics.LaneHandedOff(handOff);
+            Log.LaneHandedOff(_logger, context.ConnectionId, handOff);
+            await _next(context);
+        }
+    }
+
+    // Writes the whole response for the request at the start of rest, or nothing (returns false: hand off).
+    private bool TryServe(ReadOnlySequence<byte> rest, PipeWriter output, bool closing, out int length, out long written, out bool close, out HandOffReason reason)
+    {
+        ReadOnlySpan<byte> first = rest.FirstSpan;
+        if (StaticLaneParser.TryParse(first, _limits, out LaneRequest request, out length, out reason))
+        {
+            return Respond(request, output, closing, out written, out close, ref reason);
+        }
+
+        written = 0;
+        close = false;
+        if (reason != HandOffReason.Partial || rest.IsSingleSegment)
+        {
+            return false;
+        }
+
+        // The request spans pipe segments: parse a contiguous copy of (at most) what the limits allow.
+        int size = (int)Math.Min(rest.Length, (long)_limits.MaxRequestLineSize + _limits.MaxRequestHeadersTotalSize + 4);
+        byte[] copy = ArrayPool<byte>.Shared.Rent(size);
+        try
+        {
+            rest.Slice(0, size).CopyTo(copy);
+            return StaticLaneParser.TryParse(copy.AsSpan(0, size), _limits, out request, out length, out reason)
+                && Respond(request, output, closing, out written, out close, ref reason);
+        }
+        finally
+        {
+            ArrayPool<byte>.Shared.Return(copy);
+        }
+    }
+
+    // closing: graceful shutdown began; like Kestrel, say Connection: close on the response in flight.
+    private bool Respond(in LaneRequest request, PipeWriter output, bool closing, out long written, out bool close, ref HandOffReason reason)
+    {
+        written = 0;
+        close = request.Close || closing;
+        StaticLaneRoot? root = null;
+        CachedFile? entry = null;
+        StaticLaneResponse[]? responses = null;
+        foreach (StaticLaneRoot candidate in _roots)
+        {
+            if (candidate.TryResolve(request.Path, out entry, out responses))
+            {
+                root = candidate;
+                break;
+            }
+        }
+
+        if (root is null)
+        {
+            reason = HandOffReason.NotFound;
+            return false;
+        }
+
+        // Accept-Encoding is consulted only when the file has sidecars, as UseFastFiles does (RFC 9110 12.5.3).
+        StaticLaneResponse response = responses![0];
+        if (entry!.Available != ContentCodings.None)
+        {
+            Span<char> chars = stackalloc char[request.AcceptEncoding.Length];
+            System.Text.Ascii.ToUtf16(request.AcceptEncoding, chars, out _);
+            ContentCodings coding = AcceptEncoding.Parse(chars).Select(entry.Available);
+            if (coding != ContentCodings.None)
+            {
+                response = responses[1 + Sidecar.IndexOf(coding)];
+            }
+        }
+
+        FileVersion version = response.Version;
+        int status = StatusCodes200;
+        long start = 0, count = version.Length;
+
+        // RFC 9110 13.2.2: If-None-Match (weak comparison), else If-Modified-Since. If-Match and If-Unmodified-Since
+        // never reach here (the parser hands them off).
+        bool? noneMatch = null;
+        if (!request.IfNoneMatch.IsEmpty)
+        {
+            Span<char> chars = stackalloc char[request.IfNoneMatch.Length];
+            System.Text.Ascii.ToUtf16(request.IfNoneMatch, chars, out _);
+            noneMatch = EntityTagMatcher.AnyMatches(chars, version.ETag, strong: false);
+        }
+
+        if (noneMatch == true)
+        {
+            status = StatusCodes304;
+        }
+        else if (noneMatch is null && !request.IfModifiedSince.IsEmpty)
+        {
+            Span<char> chars = stackalloc char[request.IfModifiedSince.Length];
+            System.Text.Ascii.ToUtf16(request.IfModifiedSince, chars, out _);
+            // Only the IMF-fixdate form (RFC 9110 5.6.7), which HeaderUtilities parses identically; the obsolete forms
+            // go to the app.
+            if (!DateTimeOffset.TryParseExact(chars, "r", CultureInfo.InvariantCulture, DateTimeStyles.AssumeUniversal, out DateTimeOffset since))
+            {
+                reason = HandOffReason.Header;
+                return false;
+            }
+
+            // A date in the future is ignored, as UseFastFiles does.
+            if (since <= DateTimeOffset.UtcNow && version.LastModified <= since)
+            {
+                status = StatusCodes304;
+            }
+        }
+
+        // RFC 9110 14.2: one range, GET only, after the preconditions.
+        if (status == StatusCodes200 && !request.IsHead && !request.Range.IsEmpty)
+        {
+            Span<char> chars = stackalloc char[request.Range.Length];
+            System.Text.Ascii.ToUtf16(request.Range, chars, out _);
+            switch (ByteRangeParser.Parse(chars, version.Length, out long rangeStart, out long rangeCount))
+            {
+                case RangeKind.Single:
+                    status = StatusCodes206;
+                    start = rangeStart;
+                    count = rangeCount;
+                    break;
+                case RangeKind.Unsatisfiable:
+                    status = StatusCodes416;
+                    break;
+            }
+        }
+
+        bool needsBody = !request.IsHead && status is StatusCodes200 or StatusCodes206 && count > 0;
+        if (needsBody && response.Body is null)
+        {
+            reason = HandOffReason.Uncached;
+            return false;
+        }
+
+        ReadOnlySpan<byte> date = StaticLaneDate.Line;
+        written = status switch
+        {
+            StatusCodes304 => response.WriteNotModified(output, date, close),
+            StatusCodes416 => response.WriteUnsatisfiable(output, date, close),
+            StatusCodes206 => response.WritePartial(output, date, close, start, count),
+            _ => response.WriteOk(output, date, close, withBody: !request.IsHead),
+        };
+        return true;
+    }
+
+    // Flushes; false when the client is gone or too slow (then the connection is aborted, as Kestrel's data rate does).
+    private async ValueTask<bool> FlushAsync(ConnectionContext context, PipeWriter output, LaneConnection connection, long bytes)
+    {
+        ValueTask<FlushResult> flush = output.FlushAsync(connection.WriteToken);
+        FlushResult result;
+        if (flush.IsCompletedSuccessfully)
+        {
+            result = flush.Result;
+        }
+        else
+        {
+            // The client is not reading as fast as we write: hold it to Kestrel's minimum response data rate.
+            if (_minResponseDataRate is { } rate)
+            {
+                connection.ArmWriteTimeout(rate.GracePeriod + TimeSpan.FromSeconds(bytes / rate.BytesPerSecond));
+            }
+
+            try
+            {
+                result = await flush;
+            }
+            catch (OperationCanceledException)
+            {
+                context.Abort(new ConnectionAbortedException("The client did not read the response at the minimum data rate."));
+                return false;
+            }
+            finally
+            {
+                connection.DisarmWriteTimeout();
+            }
+        }
+
+        return !result.IsCompleted && !result.IsCanceled;
+    }
+
+    /// <summary>Per-connection timers and the shutdown signal; no allocation per request.</summary>
+    private sealed class LaneConnection : IDisposable
+    {
+        private readonly CancellationTokenRegistration _closing;
+        private CancellationTokenSource _idle = new();
+        private CancellationTokenSource _write = new();
+        private int _closeRequested;
+        private int _isIdle;
+
+        public LaneConnection(IConnectionLifetimeNotificationFeature? lifetime)
+        {
+            if (lifetime is not null)
+            {
+                _closing = lifetime.ConnectionClosedRequested.Register(static state => ((LaneConnection)state!).OnCloseRequested(), this);
+            }
+        }
+
+        public bool CloseRequested => Volatile.Read(ref _closeRequested) != 0;
+
+        public CancellationToken WriteToken => _write.Token;
+
+        public CancellationToken EnterIdle(TimeSpan keepAlive)
+        {
+            if (_idle.IsCancellationRequested)
+            {
+                // A timer that fired while the lane was busy (a long flush) says nothing about the next wait.
+                _idle.Dispose();
+                _idle = new CancellationTokenSource();
+            }
+
+            _idle.CancelAfter(keepAlive);
+            Interlocked.Exchange(ref _isIdle, 1);
+            return _idle.Token;
+        }
+
+        public void LeaveIdle() => Interlocked.Exchange(ref _isIdle, 0);
+
+        public void ArmWriteTimeout(TimeSpan timeout) => _write.CancelAfter(timeout);
+
+        public void DisarmWriteTimeout()
+        {
+            if (_write.IsCancellationRequested)
+            {
+                // Fired as the flush completed: the next flush starts afresh.
+                _write.Dispose();
+                _write = new CancellationTokenSource();
+                return;
+            }
+
+            _write.CancelAfter(Timeout.InfiniteTimeSpan);
+        }
+
+        private void OnCloseRequested()
+        {
+            Interlocked.Exchange(ref _closeRequested, 1);
+            if (Volatile.Read(ref _isIdle) != 0)
+            {
+                try
+                {
+                    _idle.Cancel();
+                }
+                catch (ObjectDisposedException)
+                {
+                    // The connection has finished.
+                }
+            }
+        }
+
+        public void Dispose()
+        {
+            _closing.Dispose();
+            _idle.Dispose();
+            _write.Dispose();
+        }
+    }
+}

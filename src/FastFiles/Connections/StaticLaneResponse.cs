@@ -1,0 +1,135 @@
+using System.Buffers;
+using System.Buffers.Text;
+using System.Globalization;
+using System.Text;
+using FastFiles.StaticFiles;
+
+namespace FastFiles.Connections;
+
+/// <summary>
+/// The response bytes for one file version (identity or one precompressed sidecar) under one lane root, built once
+/// and shared by every request for that version: status lines and header blocks for 200, 206, 304 and 416, laid out
+/// in the order Kestrel writes them, so lane responses are byte-identical to <c>UseFastFiles</c>' (except Date).
+/// </summary>
+/// <remarks>
+/// Kestrel writes Content-Length first, then Connection, Content-Type, Date and Server, then the other fields in
+/// name order; the functional differential tests compare both byte for byte.
+/// </remarks>
+internal sealed class StaticLaneResponse
+{
+    private static readonly byte[] ConnectionClose = "Connection: close\r\n"u8.ToArray();
+    private static readonly byte[] ServerKestrel = "Server: Kestrel\r\n"u8.ToArray();
+
+    private readonly byte[] _okHead;
+    private readonly byte[] _contentType;
+    private readonly byte[] _okTail;
+    private readonly byte[] _notModifiedTail;
+    private readonly byte[] _partialMiddle;
+    private readonly byte[] _partialTail;
+    private readonly byte[] _unsatisfiableTail;
+    private readonly byte[] _lengthSuffix;
+
+    public StaticLaneResponse(FileVersion version, FileResponseSettings settings, bool serverHeader)
+    {
+        Version = version;
+        Body = version.Content;
+        byte[] server = serverHeader ? ServerKestrel : [];
+        _okHead = Ascii($"HTTP/1.1 200 OK\r\nContent-Length: {version.Length}\r\n");
+        _contentType = settings.ContentType is null ? [] : Ascii($"Content-Type: {settings.ContentType}\r\n");
+
+        // FileResponder's fields, in Kestrel's order after Server.
+        string acceptRanges = settings.EnableRangeProcessing ? "Accept-Ranges: bytes\r\n" : string.Empty;
+        string cacheControl = settings.CacheControl is null ? string.Empty : $"Cache-Control: {settings.CacheControl}\r\n";
+        string encoding = version.ContentEncoding is null ? string.Empty : $"Content-Encoding: {version.ContentEncoding}\r\n";
+        string validators = $"ETag: {version.ETag}\r\nLast-Modified: {version.LastModifiedHeader}\r\n";
+        string vary = settings.VaryAcceptEncoding ? "Vary: Accept-Encoding\r\n" : string.Empty;
+        _okTail = [.. server, .. Ascii(acceptRanges + cacheControl + encoding + validators + vary + "\r\n")];
+        _notModifiedTail = [.. server, .. Ascii(cacheControl + validators + vary + "\r\n")];
+        _partialMiddle = [.. server, .. Ascii(acceptRanges + cacheControl + encoding + "Content-Range: bytes ")];
+        _partialTail = Ascii(validators + vary + "\r\n");
+        _lengthSuffix = Ascii(string.Create(CultureInfo.InvariantCulture, $"/{version.Length}\r\n"));
+        _unsatisfiableTail = [.. server, .. Ascii(string.Create(CultureInfo.InvariantCulture, $"Content-Range: bytes */{version.Length}\r\n\r\n"))];
+    }
+
+    public FileVersion Version { get; }
+
+    /// <summary>The whole body when the cache holds it; null for files over the cache's size limit.</summary>
+    public byte[]? Body { get; }
+
+    /// <summary>200 (GET with the body, HEAD without).</summary>
+    public long WriteOk(IBufferWriter<byte> output, ReadOnlySpan<byte> date, bool close, bool withBody)
+    {
+        long written = Write(output, _okHead) + WriteConnection(output, close) + Write(output, _contentType) + Write(output, date) + Write(output, _okTail);
+        if (withBody && Body is not null)
+        {
+            written += Write(output, Body);
+        }
+
+        return written;
+    }
+
+    /// <summary>304 with the validators and caching fields a 200 would have carried (RFC 9110 15.4.5).</summary>
+    public long WriteNotModified(IBufferWriter<byte> output, ReadOnlySpan<byte> date, bool close)
+        => Write(output, "HTTP/1.1 304 Not Modified\r\n"u8) + WriteConnection(output, close) + Write(output, date) + Write(output, _notModifiedTail);
+
+    /// <summary>206 for one range of a cached body (RFC 9110 15.3.7).</summary>
+    public long WritePartial(IBufferWriter<byte> output, ReadOnlySpan<byte> date, bool close, long start, long count)
+    {
+        long written = Write(output, "HTTP/1.1 206 Partial Content\r\nContent-Length: "u8) + WriteNumber(output, count) + Write(output, "\r\n"u8)
+            + WriteConnection(output, close) + Write(output, _contentType) + Write(output, date) + Write(output, _partialMiddle)
+            + WriteNumber(output, start) + Write(output, "-"u8) + WriteNumber(output, start + count - 1) + Write(output, _lengthSuffix)
+            + Write(output, _partialTail);
+        return written + Write(output, Body.AsSpan((int)start, (int)count));
+    }
+
+    /// <summary>416 with the representation's length (RFC 9110 15.5.17).</summary>
+    public long WriteUnsatisfiable(IBufferWriter<byte> output, ReadOnlySpan<byte> date, bool close)
+        => Write(output, "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Length: 0\r\n"u8) + WriteConnection(output, close) + Write(output, date)
+            + Write(output, _unsatisfiableTail);
+
+    private static int WriteConnection(IBufferWriter<byte> output, bool close) => close ? Write(output, ConnectionClose) : 0;
+
+    private static int Write(IBufferWriter<byte> output, ReadOnlySpan<byte> bytes)
+    {
+        output.Write(bytes);
+        return bytes.Length;
+    }
+
+    private static int WriteNumber(IBufferWriter<byte> output, long value)
+    {
+        Span<byte> span = output.GetSpan(20);
+        Utf8Formatter.TryFormat(value, span, out int length);
+        output.Advance(length);
+        return length;
+    }
+
+    // Header values FastFiles produces are ASCII (content types and Cache-Control come from options; Kestrel would
+    // reject anything else when it writes them).
+    private static byte[] Ascii(string value) => Encoding.ASCII.GetBytes(value);
+}
+
+/// <summary>The Date header line, formatted at most once a second and shared (RFC 9110 6.6.1).</summary>
+internal static class StaticLaneDate
+{
+    private static DateLine s_current = new(0, []);
+
+    public static ReadOnlySpan<byte> Line
+    {
+        get
+        {
+            long second = DateTime.UtcNow.Ticks / TimeSpan.TicksPerSecond;
+            DateLine current = Volatile.Read(ref s_current);
+            if (current.Second != second)
+            {
+                // One allocation a second, shared by every connection.
+                current = new DateLine(second, Encoding.ASCII.GetBytes(
+                    "Date: " + new DateTime(second * TimeSpan.TicksPerSecond, DateTimeKind.Utc).ToString("r", CultureInfo.InvariantCulture) + "\r\n"));
+                Volatile.Write(ref s_current, current);
+            }
+
+            return current.Bytes;
+        }
+    }
+
+    private sealed record DateLine(long Second, byte[] Bytes);
+}

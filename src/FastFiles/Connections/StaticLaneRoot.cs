@@ -1,0 +1,98 @@
+using System.Text;
+using FastFiles.Caching;
+using FastFiles.StaticFiles;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.Extensions.Logging;
+
+namespace FastFiles.Connections;
+
+/// <summary>
+/// One public root handed to the static lane: its URL prefix, its own <see cref="FileCache"/> (built by the lane,
+/// independent of the app's pipeline), and the same <see cref="StaticFilePolicy"/> <c>UseFastFiles</c> applies.
+/// </summary>
+internal sealed class StaticLaneRoot : IDisposable
+{
+    private readonly byte[] _prefix;
+    private readonly string _requestPath;
+    private readonly StaticFilePolicy _policy;
+    private readonly bool _precompressed;
+    private readonly bool _serverHeader;
+
+    public StaticLaneRoot(StaticLaneRootOptions root, FastStaticFileOptions files, FastFilesOptions fastFiles, bool serverHeader, FastFilesMetrics metrics, ILogger logger)
+    {
+        if (files.OnPrepareResponse is not null)
+        {
+            throw new InvalidOperationException("A static lane root cannot have OnPrepareResponse: lane responses never reach application code.");
+        }
+
+        string physical = Path.GetFullPath(root.PhysicalPath ?? throw new InvalidOperationException("A static lane root needs a PhysicalPath."));
+        if (!Directory.Exists(physical))
+        {
+            throw new DirectoryNotFoundException($"The static lane root '{physical}' does not exist.");
+        }
+
+        _requestPath = files.RequestPath.Value ?? string.Empty;
+        if (!Ascii.IsValid(_requestPath) || _requestPath.EndsWith('/'))
+        {
+            throw new InvalidOperationException($"The static lane's RequestPath '{_requestPath}' must be ASCII and must not end with '/'.");
+        }
+
+        _prefix = Encoding.ASCII.GetBytes(_requestPath);
+        _policy = new StaticFilePolicy(files);
+        _precompressed = files.EnablePrecompressedFiles;
+        _serverHeader = serverHeader;
+        Cache = new FileCache(new PhysicalFileSource(physical, files.FollowSymlinksOutsideRoot), _requestPath, fastFiles, metrics, logger);
+    }
+
+    public FileCache Cache { get; }
+
+    /// <summary>
+    /// The prebuilt responses for <paramref name="path"/> (the request's path bytes, ASCII), building the cache entry
+    /// on first use; false when the path is not under this root or names nothing the lane serves.
+    /// </summary>
+    public bool TryResolve(ReadOnlySpan<byte> path, out CachedFile entry, out StaticLaneResponse[] responses)
+    {
+        responses = [];
+        entry = null!;
+        // RFC 3986 6.2.2.1 would allow a case-insensitive prefix; UseFastFiles caches only the exact case, so the lane
+        // takes only that and hands the rest to the app.
+        if (!path.StartsWith(_prefix) || (path.Length > _prefix.Length && path[_prefix.Length] != (byte)'/') || path.Length == _prefix.Length)
+        {
+            return false;
+        }
+
+        Span<char> key = stackalloc char[path.Length];
+        System.Text.Ascii.ToUtf16(path, key, out _);
+        if (!Cache.TryGet(key, out entry))
+        {
+            // A miss (first request, or the file changed): the only place strings are made.
+            string subpath = new(key[_prefix.Length..]);
+            if (!_policy.TryGetContentType(subpath, out string? contentType)
+                || Cache.Build(new string(key), subpath, _policy.SettingsFor(subpath, contentType), _precompressed) is not { } built)
+            {
+                return false;
+            }
+
+            entry = built;
+        }
+
+        if (entry.Prebuilt is StaticLaneResponse[] prebuilt)
+        {
+            responses = prebuilt;
+            return true;
+        }
+
+        // Index 0 is the identity version, then one per sidecar coding; racing builders produce equal arrays.
+        responses = new StaticLaneResponse[1 + entry.Variants.Length];
+        responses[0] = new StaticLaneResponse(entry.Identity, entry.Settings, _serverHeader);
+        for (int i = 0; i < entry.Variants.Length; i++)
+        {
+            responses[i + 1] = entry.Variants[i] is { } variant ? new StaticLaneResponse(variant, entry.Settings, _serverHeader) : responses[0];
+        }
+
+        entry.Prebuilt = responses;
+        return true;
+    }
+
+    public void Dispose() => Cache.Dispose();
+}

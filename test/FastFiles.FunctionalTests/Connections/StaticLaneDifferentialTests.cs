@@ -1,0 +1,280 @@
+using System.Text;
+using FastFiles.FunctionalTests.Infrastructure;
+
+namespace FastFiles.FunctionalTests.Connections;
+
+/// <summary>
+/// The static lane's equivalence: one corpus of raw requests (conditionals, ranges, encodings, odd and hostile paths,
+/// request smuggling and desync attempts, pipelined bursts) sent to the same app with and without the lane, over
+/// plaintext and TLS; every response must be byte-identical except Date. Some exchanges are also split at every byte.
+/// </summary>
+public sealed class StaticLaneDifferentialTests(StaticLaneDifferentialTests.Fixture fixture) : IClassFixture<StaticLaneDifferentialTests.Fixture>
+{
+    private const string End = "GET /__end HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    private static readonly DateTime Modified = new DateTime(2022, 3, 4, 5, 6, 7, DateTimeKind.Utc).AddTicks(7_654_321);
+    private readonly Fixture _f = fixture;
+
+    public sealed class Fixture : IAsyncLifetime
+    {
+        public TestFiles Files { get; } = new();
+
+        public LaneHost Host { get; private set; } = null!;
+
+        public string ETag { get; private set; } = string.Empty;
+
+        public string GzETag { get; private set; } = string.Empty;
+
+        public async Task InitializeAsync()
+        {
+            foreach ((string name, int length) in new[]
+            {
+                ("data.txt", 10_000), ("empty.txt", 0), ("one.txt", 1), ("app.3f2a9c1b.js", 300), ("page.js", 2000), ("page.js.gz", 500),
+                ("page.js.br", 400), ("dir/inner.txt", 10), ("noext", 10), ("UPPER.TXT", 10), (".hidden.txt", 10), ("big.bin", 100_000),
+                ("with space.txt", 10), ("a+b@c.txt", 10),
+            })
+            {
+                Files.Create(name, length);
+                File.SetLastWriteTimeUtc(Files.PathOf(name), Modified);
+            }
+
+            File.SetLastWriteTimeUtc(Files.PathOf("page.js.gz"), Modified.AddSeconds(1));
+            File.SetLastWriteTimeUtc(Files.PathOf("page.js.br"), Modified.AddSeconds(1));
+            Host = await LaneHost.StartAsync(Files.Root);
+            RawResponse data = await RawHttp.SendAsync(Host.Plain, "/data.txt");
+            ETag = data.Headers["ETag"];
+            RawResponse gz = await RawHttp.SendAsync(Host.Plain, "/page.js", extraHeaders: "Accept-Encoding: gzip\r\n");
+            GzETag = gz.Headers["ETag"];
+        }
+
+        public async Task DisposeAsync()
+        {
+            await Host.DisposeAsync();
+            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
+            Files.Dispose();
+        }
+    }
+
+    private static string Get(string target, string headers = "", string method = "GET")
+        => $"{method} {target} HTTP/1.1\r\nHost: localhost\r\n{headers}\r\n";
+
+    /// <summary>Single requests: each is sent alone, then followed by a closing request for /__end.</summary>
+    private List<string> Corpus()
+    {
+        string etag = _f.ETag;
+        string lastModified = new DateTimeOffset(Modified.AddTicks(-(Modified.Ticks % TimeSpan.TicksPerSecond))).ToString("r");
+        var corpus = new List<string>();
+        string[] files = ["/data.txt", "/empty.txt", "/one.txt", "/app.3f2a9c1b.js", "/page.js", "/dir/inner.txt", "/noext", "/UPPER.TXT", "/big.bin", "/a+b@c.txt", "/missing.txt"];
+        string[] variants =
+        [
+            string.Empty,
+            $"If-None-Match: {etag}\r\n",
+            $"If-None-Match: W/{etag}\r\n",
+            $"If-None-Match: \"nope\", {etag}\r\n",
+            "If-None-Match: *\r\n",
+            "If-None-Match: \"nope\"\r\n",
+            "If-None-Match: garbage\r\n",
+            $"If-Modified-Since: {lastModified}\r\n",
+            "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n",
+            "If-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT\r\n",
+            "If-Modified-Since: Sunday, 06-Nov-94 08:49:37 GMT\r\n",
+            "If-Modified-Since: yesterday\r\n",
+            "Range: bytes=0-9\r\n",
+            "Range: bytes=-5\r\n",
+            "Range: bytes=5-\r\n",
+            "Range: bytes=99999999-\r\n",
+            "Range: bytes=0-1,3-4\r\n",
+            "Range: bytes=x-y\r\n",
+            "Range: items=0-1\r\n",
+            "Range: bytes=0-0\r\nRange: bytes=1-1\r\n",
+            $"Range: bytes=0-9\r\nIf-Range: {etag}\r\n",
+            "Accept-Encoding: gzip\r\n",
+            "Accept-Encoding: br, gzip\r\n",
+            "Accept-Encoding: gzip;q=0, br;q=0.5\r\n",
+            "Accept-Encoding: *\r\n",
+            "Accept-Encoding: identity\r\n",
+            "Accept-Encoding: gzip\r\nRange: bytes=2-4\r\n",
+            "Connection: keep-alive\r\n",
+            "Connection: close\r\n",
+            "Connection: Upgrade\r\nUpgrade: websocket\r\n",
+            $"If-Match: {etag}\r\n",
+            "If-Unmodified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n",
+            "Authorization: Basic eDp5\r\n",
+            "Cookie: a=b\r\nUser-Agent: test\r\nAccept: */*\r\n",
+        ];
+        foreach (string file in files)
+        {
+            foreach (string variant in variants)
+            {
+                corpus.Add(Get(file, variant));
+            }
+
+            corpus.Add(Get(file, method: "HEAD"));
+            corpus.Add(Get(file, "Range: bytes=0-3\r\n", method: "HEAD"));
+            corpus.Add(Get(file, $"If-None-Match: {etag}\r\n", method: "HEAD"));
+        }
+
+        corpus.Add(Get("/page.js", $"If-None-Match: {_f.GzETag}\r\nAccept-Encoding: gzip\r\n"));
+
+        // Odd and hostile targets.
+        foreach (string target in new[]
+        {
+            "/data.txt?x=1", "/data.txt?", "/%64ata.txt", "/data%2Etxt", "/./data.txt", "/dir/../data.txt", "/dir/..%2Fdata.txt", "//data.txt",
+            "/dir/", "/dir", "/", "/DATA.TXT", "/data.txt#frag", "http://localhost/data.txt", "\\data.txt", "/dir\\inner.txt", "/data.txt%00",
+            "/.hidden.txt", "/with%20space.txt", "*", "/data.txt/", "/dir//inner.txt", "/dir/./inner.txt", "/%2e%2e/etc/passwd", "/../../etc/passwd",
+        })
+        {
+            corpus.Add(Get(target));
+        }
+
+        // Malformed requests and smuggling attempts: whatever Kestrel alone answers.
+        corpus.AddRange(
+        [
+            "GET /data.txt HTTP/1.0\r\nHost: localhost\r\n\r\n",
+            "GET /data.txt HTTP/1.0\r\n\r\n",
+            "GET /data.txt HTTP/2.0\r\nHost: localhost\r\n\r\n",
+            "GET /data.txt HTTP/1.1\nHost: localhost\n\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nX-Folded: a\r\n b\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nX-Nul: a\0b\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nX-Bad : a\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nX(Bad): a\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\n: empty\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nHost: other\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: bad host\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: [::1]:80\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost:99999999\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /one.txt HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nContent-Length: 30\r\n\r\n0\r\n\r\nGET /one.txt HTTP/1.1\r\nX: y\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nhello",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nhelloGET /one.txt HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: xchunked\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding : chunked\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\n\r\n",
+            "POST /data.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\n\r\nabc",
+            "get /data.txt HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            "GET  /data.txt HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            "GET /data.txt  HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            "GET /data.txt HTTP/1.1 \r\nHost: localhost\r\n\r\n",
+            "\r\nGET /data.txt HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nX-High: caf\u00e9\r\n\r\n",
+            "GET /\u00fcn\u00efc\u00f8d\u00e9.txt HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nX-Long: " + new string('a', 40_000) + "\r\n\r\n",
+            "GET /" + new string('a', 9_000) + " HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\n" + string.Concat(Enumerable.Range(0, 120).Select(i => $"X-H{i}: v\r\n")) + "\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\n" + string.Concat(Enumerable.Range(0, 98).Select(i => $"X-H{i}: v\r\n")) + "\r\n",
+            "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+            "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nTE: trailers\r\n\r\n",
+            "OPTIONS * HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            "DELETE /data.txt HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        ]);
+        return corpus;
+    }
+
+    /// <summary>Pipelined bursts: several requests in one write, hostile ones in the middle.</summary>
+    private List<string> Bursts()
+    {
+        string etag = _f.ETag;
+        return
+        [
+            Get("/data.txt") + Get("/one.txt") + Get("/page.js", "Accept-Encoding: gzip\r\n") + Get("/data.txt", "Range: bytes=1-2\r\n"),
+            Get("/one.txt") + Get("/data.txt", $"If-None-Match: {etag}\r\n") + "POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nhello" + Get("/one.txt"),
+            Get("/one.txt") + Get("/one.txt", method: "HEAD") + "GET /one.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + Get("/data.txt"),
+            Get("/one.txt") + Get("/missing") + Get("/one.txt"),
+            Get("/one.txt") + Get("/one.txt", "Connection: close\r\n") + Get("/data.txt"),
+            Get("/big.bin", "Range: bytes=0-99\r\n") + Get("/one.txt"),
+            string.Concat(Enumerable.Repeat(Get("/data.txt"), 40)),
+            string.Concat(Enumerable.Repeat(Get("/one.txt"), 16)) + "GET /bare HTTP/1.1\nHost: x\n\n",
+        ];
+    }
+
+    public static TheoryData<string> Endpoints => new() { "plain", "tls" };
+
+    [Theory]
+    [MemberData(nameof(Endpoints))]
+    public async Task Corpus_AnsweredIdenticallyWithAndWithoutTheLane(string endpoint)
+    {
+        List<string> corpus = Corpus();
+        Assert.True(corpus.Count >= 200, $"corpus has {corpus.Count} requests");
+        (long appWithout, long appWith) = await AssertIdenticalAsync(endpoint, [.. corpus.Select(r => new[] { r + End })]);
+
+        // The lane really answered most of them: only hand-offs (and each /__end) reached the app.
+        Assert.True(appWith + 150 < appWithout, $"the app saw {appWith} requests through the lane, {appWithout} without it");
+    }
+
+    [Theory]
+    [MemberData(nameof(Endpoints))]
+    public async Task PipelinedBursts_AnsweredIdentically(string endpoint)
+    {
+        (long appWithout, long appWith) = await AssertIdenticalAsync(endpoint, [.. Bursts().Select(r => new[] { r + End })]);
+        Assert.True(appWith + 50 < appWithout, $"the app saw {appWith} requests through the lane, {appWithout} without it");
+    }
+
+    [Fact]
+    public async Task SplitAtEveryByte_AnsweredIdentically()
+    {
+        // Two servable requests and a conditional: every split point, plaintext.
+        string exchange = Get("/one.txt") + Get("/data.txt", $"If-None-Match: {_f.ETag}\r\nRange: bytes=0-1\r\n") + Get("/page.js", "Accept-Encoding: br\r\n") + End;
+        byte[] bytes = Encoding.ASCII.GetBytes(exchange);
+        var cases = new List<string[]>();
+        for (int split = 1; split < bytes.Length; split++)
+        {
+            cases.Add([exchange[..split], exchange[split..]]);
+        }
+
+        await AssertIdenticalAsync("plain", cases);
+    }
+
+    [Fact]
+    public async Task TheLaneAnswersWithoutTheApp()
+    {
+        long before = _f.Host.AppRequests;
+        byte[] response = await LaneHost.ExchangeAsync(_f.Host.Lane, [Encoding.ASCII.GetBytes(string.Concat(Enumerable.Repeat(Get("/one.txt"), 5)) + Get("/one.txt", "Connection: close\r\n"))]);
+        Assert.Equal(6, CountOf(LaneHost.WithoutDates(response), "HTTP/1.1 200 OK"));
+        Assert.Equal(before, _f.Host.AppRequests);
+    }
+
+    // Returns how many requests reached the app without and with the lane.
+    private async Task<(long Without, long With)> AssertIdenticalAsync(string endpoint, IReadOnlyList<string[]> exchanges)
+    {
+        long appWithout = 0, appWith = 0;
+        Uri without = endpoint == "tls" ? _f.Host.Tls : _f.Host.Plain;
+        Uri with = endpoint == "tls" ? _f.Host.LaneTls : _f.Host.Lane;
+        var failures = new List<string>();
+        foreach (string[] exchange in exchanges)
+        {
+            byte[][] chunks = [.. exchange.Select(c => Encoding.Latin1.GetBytes(c))];
+            long before = _f.Host.AppRequests;
+            string expected = LaneHost.WithoutDates(await LaneHost.ExchangeAsync(without, chunks, TimeSpan.FromSeconds(3)));
+            long middle = _f.Host.AppRequests;
+            string actual = LaneHost.WithoutDates(await LaneHost.ExchangeAsync(with, chunks, TimeSpan.FromSeconds(3)));
+            appWithout += middle - before;
+            appWith += _f.Host.AppRequests - middle;
+            Assert.NotEmpty(expected);
+            if (expected != actual)
+            {
+                failures.Add($"--- request ({string.Join(" | ", exchange.Select(c => c.Length))} bytes): {Escape(string.Concat(exchange))}\n--- without lane:\n{Escape(Head(expected))}\n--- with lane:\n{Escape(Head(actual))}");
+            }
+        }
+
+        Assert.True(failures.Count == 0, $"{failures.Count} of {exchanges.Count} differ:\n" + string.Join("\n", failures.Take(5)));
+        return (appWithout, appWith);
+    }
+
+    private static string Head(string s) => s.Length > 600 ? s[..600] + "..." : s;
+
+    private static string Escape(string s) => s.Length > 300 ? Escape(s[..300]) + "..." : s.Replace("\r", "\\r").Replace("\n", "\\n\n").Replace("\0", "\\0");
+
+    private static int CountOf(string s, string what)
+    {
+        int count = 0;
+        for (int i = s.IndexOf(what, StringComparison.Ordinal); i >= 0; i = s.IndexOf(what, i + 1, StringComparison.Ordinal))
+        {
+            count++;
+        }
+
+        return count;
+    }
+}
