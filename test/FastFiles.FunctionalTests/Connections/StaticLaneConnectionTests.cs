@@ -1,0 +1,287 @@
+using System.Diagnostics.Metrics;
+using System.Net;
+using System.Net.Sockets;
+using System.Security.Cryptography.X509Certificates;
+using System.Text;
+using FastFiles.FunctionalTests.Infrastructure;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Hosting.Server.Features;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
+
+namespace FastFiles.FunctionalTests.Connections;
+
+/// <summary>Kestrel's contracts while the static lane holds a connection: timeouts, limits, shutdown, aborts, HTTP/2.</summary>
+public sealed class StaticLaneConnectionTests : IDisposable
+{
+    private readonly TestFiles _files = new();
+
+    public StaticLaneConnectionTests()
+    {
+        _files.Create("one.txt", 1);
+        _files.Create("large.bin", 60_000);
+    }
+
+    public void Dispose() => _files.Dispose();
+
+    private static string Get(string target, string headers = "") => $"GET {target} HTTP/1.1\r\nHost: localhost\r\n{headers}\r\n";
+
+    private static async Task<string> ReadResponseAsync(Stream stream)
+    {
+        (int status, Dictionary<string, string> headers, byte[] leftover) = await RawHttp.ReadHeadAsync(stream, new CancellationTokenSource(TimeSpan.FromSeconds(30)).Token);
+        int length = int.Parse(headers["Content-Length"], System.Globalization.CultureInfo.InvariantCulture);
+        var body = new byte[length];
+        leftover.AsSpan(0, Math.Min(length, leftover.Length)).CopyTo(body);
+        if (leftover.Length < length)
+        {
+            await stream.ReadExactlyAsync(body.AsMemory(leftover.Length));
+        }
+
+        return $"{status} {length}";
+    }
+
+    // True when the server closed the connection (EOF or reset) within a generous bound.
+    private static async Task<(bool Closed, string Received)> WaitForCloseAsync(Stream stream)
+    {
+        var received = new MemoryStream();
+        var buffer = new byte[4096];
+        using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        try
+        {
+            int read;
+            while ((read = await stream.ReadAsync(buffer, bound.Token)) > 0)
+            {
+                received.Write(buffer, 0, read);
+            }
+
+            return (true, Encoding.Latin1.GetString(received.ToArray()));
+        }
+        catch (IOException)
+        {
+            return (true, Encoding.Latin1.GetString(received.ToArray()));
+        }
+        catch (OperationCanceledException)
+        {
+            return (false, Encoding.Latin1.GetString(received.ToArray()));
+        }
+    }
+
+    [Fact]
+    public async Task IdleConnection_ClosedAfterKeepAliveTimeout()
+    {
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, k => k.Limits.KeepAliveTimeout = TimeSpan.FromSeconds(1));
+        (Socket socket, Stream stream) = await LaneHost.ConnectAsync(host.Lane);
+        using (socket)
+        await using (stream)
+        {
+            await stream.WriteAsync(Encoding.ASCII.GetBytes(Get("/one.txt")));
+            Assert.Equal("200 1", await ReadResponseAsync(stream));
+            long appRequests = host.AppRequests;
+            (bool closed, string rest) = await WaitForCloseAsync(stream);
+            Assert.True(closed, "the lane kept an idle connection open past KeepAliveTimeout");
+            Assert.Equal(string.Empty, rest);
+            Assert.Equal(appRequests, host.AppRequests);
+        }
+    }
+
+    [Theory]
+    [InlineData("")]
+    [InlineData("GET /one.txt HTTP/1.1\r\nHost: localhost\r\n\r\n")]
+    public async Task SlowRequestHeaders_GetKestrelsTimeout(string before)
+    {
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, k => k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(1));
+        var outcomes = new List<string>();
+        foreach (Uri endpoint in new[] { host.Plain, host.Lane })
+        {
+            (Socket socket, Stream stream) = await LaneHost.ConnectAsync(endpoint);
+            using (socket)
+            await using (stream)
+            {
+                // A slowloris: the start of a request, then nothing.
+                await stream.WriteAsync(Encoding.ASCII.GetBytes(before + "GET /one.txt HTTP/1.1\r\nHo"));
+                (bool closed, string received) = await WaitForCloseAsync(stream);
+                Assert.True(closed, $"{endpoint}: a partial request held the connection open");
+                outcomes.Add(LaneHost.WithoutDates(Encoding.Latin1.GetBytes(received)));
+            }
+        }
+
+        Assert.Contains("408 Request Timeout", outcomes[0], StringComparison.Ordinal);
+        Assert.Equal(outcomes[0], outcomes[1]);
+    }
+
+    [Fact]
+    public async Task GracefulShutdown_ClosesIdleLaneConnections()
+    {
+        LaneHost host = await LaneHost.StartAsync(_files.Root);
+        try
+        {
+            (Socket socket, Stream stream) = await LaneHost.ConnectAsync(host.Lane);
+            using (socket)
+            await using (stream)
+            {
+                await stream.WriteAsync(Encoding.ASCII.GetBytes(Get("/one.txt")));
+                Assert.Equal("200 1", await ReadResponseAsync(stream));
+                Task stopping = host.StopAsync();
+                (bool closed, _) = await WaitForCloseAsync(stream);
+                Assert.True(closed, "shutdown did not close an idle lane connection");
+                await stopping.WaitAsync(TimeSpan.FromSeconds(60));
+            }
+        }
+        finally
+        {
+            await host.DisposeAsync();
+        }
+    }
+
+    [Fact]
+    public async Task Http2_PassesThrough_AndHttp11OverTls_IsServedByTheLane()
+    {
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root);
+        using var client = new HttpClient(new SocketsHttpHandler
+        {
+            SslOptions = { RemoteCertificateValidationCallback = (_, _, _, _) => true },
+        });
+        long before = host.AppRequests;
+        using (var h2 = new HttpRequestMessage(HttpMethod.Get, new Uri(host.LaneTls, "/one.txt")) { Version = HttpVersion.Version20, VersionPolicy = HttpVersionPolicy.RequestVersionExact })
+        using (HttpResponseMessage response = await client.SendAsync(h2))
+        {
+            Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+            Assert.Equal(HttpVersion.Version20, response.Version);
+            Assert.Single(await response.Content.ReadAsByteArrayAsync());
+        }
+
+        Assert.Equal(before + 1, host.AppRequests);
+        using (var h1 = new HttpRequestMessage(HttpMethod.Get, new Uri(host.LaneTls, "/one.txt")) { Version = HttpVersion.Version11, VersionPolicy = HttpVersionPolicy.RequestVersionExact })
+        using (HttpResponseMessage response = await client.SendAsync(h1))
+        {
+            Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+            Assert.Equal(HttpVersion.Version11, response.Version);
+            Assert.Equal("public, max-age=60", response.Headers.CacheControl?.ToString());
+        }
+
+        Assert.Equal(before + 1, host.AppRequests);
+    }
+
+    [Fact]
+    public async Task MaxConcurrentConnections_CountsLaneConnections()
+    {
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, k => k.Limits.MaxConcurrentConnections = 1);
+        (Socket first, Stream firstStream) = await LaneHost.ConnectAsync(host.Lane);
+        using (first)
+        await using (firstStream)
+        {
+            await firstStream.WriteAsync(Encoding.ASCII.GetBytes(Get("/one.txt")));
+            Assert.Equal("200 1", await ReadResponseAsync(firstStream));
+
+            // The lane holds the first connection; Kestrel refuses a second one before any connection middleware runs.
+            byte[] second = await LaneHost.ExchangeAsync(host.Lane, [Encoding.ASCII.GetBytes(Get("/one.txt"))], TimeSpan.FromSeconds(10));
+            Assert.DoesNotContain("200 OK", Encoding.Latin1.GetString(second), StringComparison.Ordinal);
+        }
+
+        // Once it is closed, a new connection is accepted again (Kestrel releases the slot asynchronously).
+        string? answer = null;
+        for (int attempt = 0; attempt < 100 && answer is null; attempt++)
+        {
+            byte[] again = await LaneHost.ExchangeAsync(host.Lane, [Encoding.ASCII.GetBytes(Get("/one.txt", "Connection: close\r\n"))], TimeSpan.FromSeconds(10));
+            if (Encoding.Latin1.GetString(again).Contains("200 OK", StringComparison.Ordinal))
+            {
+                answer = "ok";
+            }
+            else
+            {
+                await Task.Delay(100);
+            }
+        }
+
+        Assert.Equal("ok", answer);
+    }
+
+    [Fact]
+    public async Task ClientResetMidPipeline_LeavesNothingBehind()
+    {
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root);
+        using var recorder = new InstrumentRecorder(host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.lane.requests");
+        for (int round = 0; round < 5; round++)
+        {
+            Socket socket = await RawHttp.ConnectAsync(host.Lane, receiveBufferSize: 4096);
+            // 200 pipelined requests for 60 KB each, never read: the lane blocks on flow control, then the client resets.
+            await socket.SendAsync(Encoding.ASCII.GetBytes(string.Concat(Enumerable.Repeat(Get("/large.bin"), 200))));
+            await Task.Delay(50);
+            socket.LingerState = new LingerOption(true, 0);
+            socket.Close();
+        }
+
+        // The server keeps answering, from the lane.
+        RawResponse response = await RawHttp.SendAsync(host.Lane, "/large.bin");
+        Assert.Equal(200, response.Status);
+        Assert.Equal(60_000, response.Body.Length);
+        Assert.True(recorder.Total > 0);
+        await ResponseHeaders.AssertNoOpenFilesUnderAsync(_files.Root);
+    }
+
+    [Fact]
+    public async Task HandOffs_AreCountedByReason()
+    {
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root);
+        var factory = host.Services.GetRequiredService<IMeterFactory>();
+        using var method = new InstrumentRecorder(factory, "fastfiles.lane.handoffs", new("fastfiles.lane.reason", "method"));
+        using var notFound = new InstrumentRecorder(factory, "fastfiles.lane.handoffs", new("fastfiles.lane.reason", "notfound"));
+        using var served = new InstrumentRecorder(factory, "fastfiles.lane.requests");
+        using var bytes = new InstrumentRecorder(factory, "fastfiles.lane.bytes");
+
+        await LaneHost.ExchangeAsync(host.Lane, [Encoding.ASCII.GetBytes(Get("/one.txt") + "DELETE /one.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")]);
+        await LaneHost.ExchangeAsync(host.Lane, [Encoding.ASCII.GetBytes(Get("/nothing-here.txt", "Connection: close\r\n"))]);
+
+        Assert.Equal(1, method.Total);
+        Assert.Equal(1, notFound.Total);
+        Assert.Equal(1, served.Total);
+        Assert.True(bytes.Total > 100, $"{bytes.Total} bytes");
+    }
+
+    [Fact]
+    public async Task ConfigurationEndpoints_GetTheLane_WithRootsFromConfiguration()
+    {
+        string pfx = _files.PathOf("server.pfx");
+        File.WriteAllBytes(pfx, TestCertificate.Instance.Export(X509ContentType.Pkcs12, "pw"));
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions { Args = ["--hostBuilder:reloadConfigOnChange=false"], EnvironmentName = "Production", ContentRootPath = AppContext.BaseDirectory });
+        builder.Logging.ClearProviders();
+        builder.Configuration.AddInMemoryCollection(new Dictionary<string, string?>
+        {
+            ["Kestrel:Endpoints:Secure:Url"] = "https://127.0.0.1:0",
+            ["Kestrel:Endpoints:Secure:Protocols"] = "Http1AndHttp2",
+            ["Kestrel:Endpoints:Secure:Certificate:Path"] = pfx,
+            ["Kestrel:Endpoints:Secure:Certificate:Password"] = "pw",
+            ["Kestrel:Endpoints:Plain:Url"] = "http://127.0.0.1:0",
+            ["Kestrel:Endpoints:Plain:Protocols"] = "Http1",
+            ["FastFiles:StaticLane:Roots:0:PhysicalPath"] = _files.Root,
+            ["FastFiles:StaticLane:Roots:0:Files:RequestPath"] = "/static",
+            ["FastFiles:StaticLane:Roots:0:Files:CacheControl"] = "public, max-age=5",
+        });
+        builder.Services.AddFastFiles();
+        builder.WebHost.ConfigureKestrel(k => k.UseFastFiles(o => o.EnableStaticLane = true));
+        long appRequests = 0;
+        WebApplication app = builder.Build();
+        app.Use((context, next) =>
+        {
+            Interlocked.Increment(ref appRequests);
+            return next(context);
+        });
+        app.MapGet("/hello", () => "hello");
+        await app.StartAsync();
+        await using WebApplication _ = app;
+        string[] addresses = [.. app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses];
+        foreach (string address in addresses)
+        {
+            byte[] response = await LaneHost.ExchangeAsync(new Uri(address), [Encoding.ASCII.GetBytes(Get("/static/one.txt") + Get("/hello", "Connection: close\r\n"))]);
+            string text = Encoding.Latin1.GetString(response);
+            Assert.Contains("Cache-Control: public, max-age=5", text, StringComparison.Ordinal);
+            Assert.EndsWith("5\r\nhello\r\n0\r\n\r\n", text, StringComparison.Ordinal);
+        }
+
+        // Only /hello reached the app, once per endpoint: the files came from the lane, inside TLS on the HTTPS one.
+        Assert.Equal(addresses.Length, Interlocked.Read(ref appRequests));
+    }
+}
