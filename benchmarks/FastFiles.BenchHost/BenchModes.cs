@@ -1,5 +1,6 @@
 using FastFiles.Connections;
 using FastFiles.StaticFiles;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.AspNetCore.StaticFiles;
 using Microsoft.Extensions.FileProviders;
@@ -13,6 +14,9 @@ internal sealed record BenchMode(string Description, Action<IServiceCollection> 
     public Action<KestrelServerOptions>? Kestrel { get; init; }
 
     public Action<ListenOptions>? Listen { get; init; }
+
+    /// <summary>The static lane's root for the served folder, when the mode turns the lane on.</summary>
+    public Func<string, StaticLaneRootOptions>? LaneRoot { get; init; }
 
     /// <summary>Run socket continuations inline on the epoll thread (diagnostic; unsafe for blocking apps).</summary>
     public bool InlineScheduling { get; init; }
@@ -137,6 +141,17 @@ internal static class BenchModes
         {
             Kestrel = kestrel => kestrel.UseFastFiles(),
             Listen = listen => listen.UseFastFiles(),
+        },
+
+        // The HTTP/1.1 static lane on top of today's defaults (the fastfiles-coalesce twin): cached GET/HEAD answered
+        // before Kestrel parses them, on the HTTP/1.1 and TLS endpoints (the h2c endpoint has no HTTP/1.1, so no lane).
+        ["fastfiles-lane"] = new(
+            "fastfiles-coalesce with the HTTP/1.1 static lane serving the root",
+            services => services.AddFastFiles(),
+            (app, root) => app.UseFastFiles(FastOptions(root)))
+        {
+            Listen = listen => listen.UseFastFiles(),
+            LaneRoot = root => new StaticLaneRootOptions { PhysicalPath = root, Files = FastOptions(root) },
         },
 
         ["fastfiles-nocache"] = new(

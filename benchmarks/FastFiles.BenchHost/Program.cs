@@ -31,6 +31,15 @@ builder.WebHost.ConfigureKestrel(kestrel =>
 {
     kestrel.AddServerHeader = false;
     mode.Kestrel?.Invoke(kestrel);
+    if (mode.LaneRoot is { } laneRoot)
+    {
+        kestrel.UseFastFiles(o =>
+        {
+            o.EnableStaticLane = true;
+            o.StaticLane.Roots.Add(laneRoot(options.Root));
+        });
+    }
+
     kestrel.Listen(IPAddress.Loopback, options.HttpPort, listen =>
     {
         listen.Protocols = HttpProtocols.Http1;

@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Diagnostics.Metrics;
 using System.Text.Json;
 
 namespace FastFiles.BenchHost;
@@ -11,7 +12,22 @@ internal sealed class ServerStats
 {
     private const string StatsPath = "/_stats";
 
+    private readonly MeterListener _laneListener = new();
     private long _requests;
+
+    public ServerStats()
+    {
+        // Requests the static lane answers never reach this middleware: count them from its metric.
+        _laneListener.InstrumentPublished = (instrument, listener) =>
+        {
+            if (instrument.Meter.Name == "FastFiles" && instrument.Name == "fastfiles.lane.requests")
+            {
+                listener.EnableMeasurementEvents(instrument);
+            }
+        };
+        _laneListener.SetMeasurementEventCallback<long>((_, value, _, _) => Interlocked.Add(ref _requests, value));
+        _laneListener.Start();
+    }
 
     public RequestDelegate Middleware(RequestDelegate next) => context =>
     {

@@ -41,8 +41,11 @@ SERVER_CPU = "0"
 CLIENT_CPU = "1"
 
 # .NET configurations are BenchHost --mode names; adding a mode there and its name here is all it takes.
-DOTNET_MODES = ["stock", "sendfile", "fastfiles", "fastfiles-coalesce", "fastfiles-stage", "fastfiles-nostage", "fastfiles-nocache"]
-PEERS = ["nginx", "caddy"]
+DOTNET_MODES = ["stock", "sendfile", "fastfiles", "fastfiles-coalesce", "fastfiles-stage", "fastfiles-nostage", "fastfiles-nocache", "fastfiles-lane"]
+# nginx-nosendfile: the same nginx with `sendfile off` (faster than sendfile for small files); "x nginx" ratios use the
+# better of the two nginx configurations run.
+PEERS = ["nginx", "nginx-nosendfile", "caddy"]
+NGINX_PEERS = ["nginx", "nginx-nosendfile"]
 REQUIRED_TOOLS = {"wrk": "wrk", "h2load": "nghttp2-client", "nginx": "nginx", "curl": "curl", "openssl": "openssl"}
 
 KIB = 1024
@@ -74,6 +77,8 @@ class Workload:
     # h2load's initial flow-control windows as 2**n - 1 (stream and connection); None keeps its default (2**30 - 1).
     # Response flow control is the client's window (RFC 9113 6.9), so this is the knob that can make it bind.
     window_bits: int | None = None
+    # wrk requests per write (HTTP/1.1 pipelining); 1 is plain keep-alive.
+    pipeline: int = 1
 
 
 BROWSER_HEADERS = [
@@ -97,6 +102,10 @@ WORKLOADS = [
     Workload("h1-1k-revalidate", "http1", "HTTP/1.1 keep-alive, 1 KiB, browser revalidation (304)", "wrk", "f1k.bin", connections=32, browser=True, revalidate=True),
     Workload("h1-4k", "http1", "HTTP/1.1 keep-alive, 4 KiB", "wrk", "f4k.bin", connections=32),
     Workload("h1-64k", "http1", "HTTP/1.1 keep-alive, 64 KiB", "wrk", "f64k.bin", connections=32),
+    Workload("h1-1k-c256", "http1", "HTTP/1.1 keep-alive, 1 KiB, 256 connections", "wrk", "f1k.bin", connections=256),
+    Workload("h1-4k-c256", "http1", "HTTP/1.1 keep-alive, 4 KiB, 256 connections", "wrk", "f4k.bin", connections=256),
+    Workload("h1-64k-c256", "http1", "HTTP/1.1 keep-alive, 64 KiB, 256 connections", "wrk", "f64k.bin", connections=256),
+    Workload("h1-1k-p16", "http1", "HTTP/1.1 pipelined 16 deep, 1 KiB", "wrk", "f1k.bin", connections=32, pipeline=16),
     Workload("h1-1m", "http1", "HTTP/1.1 keep-alive, 1 MiB", "wrk", "f1m.bin", connections=16),
     Workload("h1-100m", "http1", "HTTP/1.1 keep-alive, 100 MiB", "wrk", "f100m.bin", connections=4, ratio_metric="mbps"),
     Workload("h1tls-1k", "http1", "HTTP/1.1 over TLS keep-alive, 1 KiB", "wrk", "f1k.bin", connections=32, tls=True),
@@ -119,6 +128,22 @@ done = function(summary, latency, requests)
   io.write(string.format('WRKJSON {"requests":%d,"bytes":%d,"duration_us":%d,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,"p50_us":%d,"p99_us":%d}\\n',
     summary.requests, summary.bytes, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
     latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+# wrk sends DEPTH requests per write and counts each response (wrk's own scripts/pipeline.lua does the same).
+WRK_PIPELINE = """
+init = function(args)
+  local r = {}
+  for i = 1, DEPTH do
+    r[i] = wrk.format(nil, nil)
+  end
+  req = table.concat(r)
+end
+
+request = function()
+  return req
 end
 """
 
@@ -285,13 +310,15 @@ def start_server(server: Server, work: Path, files: Path, cert: Path, key: Path)
                       "--h2c-port", str(server.h2c_port),
                       "--cert", str(cert), "--key", str(key)]
         server.proc = CHILDREN.start(argv, server.log_path, env)
-    elif server.name == "nginx":
-        prefix = work / "nginx"
+    elif server.name in NGINX_PEERS:
+        prefix = work / server.name
         for sub in ("logs", "tmp"):
             (prefix / sub).mkdir(parents=True, exist_ok=True)
         template = (HERE / "nginx.conf.in").read_text()
         conf = template.format(prefix=prefix, files=files, cert=cert, key=key,
                                http_port=server.http_port, https_port=server.https_port, h2c_port=server.h2c_port)
+        if server.name == "nginx-nosendfile":
+            conf = conf.replace("    sendfile on;\n", "    sendfile off;\n")
         (prefix / "nginx.conf").write_text(conf)
         server.proc = CHILDREN.start(pin + ["nginx", "-p", str(prefix), "-c", str(prefix / "nginx.conf")], server.log_path)
     elif server.name == "caddy":
@@ -387,9 +414,9 @@ def sha256_file(path: Path) -> str:
 def load_command(workload: Workload, server: Server, duration: int, work: Path) -> list[str]:
     pin = ["taskset", "-c", CLIENT_CPU]
     if workload.tool == "wrk":
-        script = work / "report.lua"
+        script = work / ("report.lua" if workload.pipeline == 1 else f"report-p{workload.pipeline}.lua")
         if not script.exists():
-            script.write_text(WRK_SCRIPT)
+            script.write_text(WRK_SCRIPT + (WRK_PIPELINE.replace("DEPTH", str(workload.pipeline)) if workload.pipeline > 1 else ""))
         headers: list[str] = []
         if workload.browser:
             for header in BROWSER_HEADERS:
@@ -503,10 +530,11 @@ def summarize(results: dict, workloads: list[Workload], configs: list[str]) -> d
                 "errors": sum(r["errors"] for r in runs),
                 "rounds": len(runs),
             }
+        nginx_best = max((rows[n][w.ratio_metric] for n in NGINX_PEERS if n in rows and rows[n][w.ratio_metric]), default=None)
         for c in configs:
             metric = rows[c][w.ratio_metric]
             for ref in ("stock", "nginx"):
-                base = rows.get(ref, {}).get(w.ratio_metric)
+                base = nginx_best if ref == "nginx" else rows.get(ref, {}).get(w.ratio_metric)
                 rows[c][f"x_{ref}"] = metric / base if metric and base else None
         summary[w.name] = rows
     return summary
