@@ -399,6 +399,79 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         }
     }
 
+    [Fact]
+    public async Task A_sendfile_body_longer_than_the_grace_period_is_not_cut_off_when_the_client_keeps_up()
+    {
+        // Kestrel's data-rate check counts only bytes written through its pipe, which a sendfile body is not; the send
+        // path applies the rule itself, over the whole body: here 16 MiB may take 16 s although the grace is 2 s.
+        await using RateHost rate = await RateHost.StartAsync(16 * 1024 * 1024, bytesPerSecond: 1024 * 1024);
+        using Socket socket = await RawHttp.ConnectAsync(rate.Host.Http, receiveBufferSize: 64 * 1024);
+        using var stream = new NetworkStream(socket, ownsSocket: false);
+        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /big.txt HTTP/1.1\r\nHost: {rate.Host.Http.Authority}\r\n\r\n"));
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        (int status, _, byte[] leftover) = await RawHttp.ReadHeadAsync(stream, timeout.Token);
+        Assert.Equal(200, status);
+        var received = new MemoryStream();
+        received.Write(leftover);
+        var chunk = new byte[64 * 1024];
+        while (received.Length < rate.Content.Length)
+        {
+            // At most about 4 MiB/s: above the 1 MiB/s minimum, but the body takes longer than the grace period.
+            await Task.Delay(15);
+            int read = await stream.ReadAsync(chunk, timeout.Token);
+            Assert.NotEqual(0, read);
+            received.Write(chunk, 0, read);
+        }
+
+        Assert.True(rate.Content.AsSpan().SequenceEqual(received.ToArray()));
+    }
+
+    [Fact]
+    public async Task A_client_that_stops_reading_a_sendfile_body_is_cut_off_by_the_minimum_data_rate()
+    {
+        await using RateHost rate = await RateHost.StartAsync(32 * 1024 * 1024, bytesPerSecond: 4 * 1024 * 1024);
+        using Socket socket = await RawHttp.ConnectAsync(rate.Host.Http, receiveBufferSize: 64 * 1024);
+        using var stream = new NetworkStream(socket, ownsSocket: false);
+        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /big.txt HTTP/1.1\r\nHost: {rate.Host.Http.Authority}\r\n\r\n"));
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        (int status, _, byte[] leftover) = await RawHttp.ReadHeadAsync(stream, timeout.Token);
+        Assert.Equal(200, status);
+
+        // Read nothing until the server has given up (32 MiB at 4 MiB/s: 8 s allowed), then drain what was sent.
+        await WaitForAsync(() => OpenFileDescriptors.CountUnder(rate.Files.Root), 0);
+        var received = new MemoryStream();
+        received.Write(leftover);
+        await RawHttp.ReadToEndAsync(stream, received, timeout.Token);
+        Assert.True(received.Length < rate.Content.Length, "the stalled response completed");
+        Assert.True(rate.Content.AsSpan(0, (int)received.Length).SequenceEqual(received.ToArray()));
+    }
+
+    /// <summary>A host with a minimum response data rate (after a 2 s grace period), serving one file.</summary>
+    private sealed class RateHost : IAsyncDisposable
+    {
+        public TestFiles Files { get; } = new();
+
+        public byte[] Content { get; private set; } = [];
+
+        public TestHost Host { get; private set; } = null!;
+
+        public static async Task<RateHost> StartAsync(int length, double bytesPerSecond)
+        {
+            var rate = new RateHost();
+            rate.Content = rate.Files.Create("big.txt", length);
+            rate.Host = await TestHost.StartAsync(
+                app => app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(rate.Files.Root) }),
+                configureKestrel: k => k.Limits.MinResponseDataRate = new MinDataRate(bytesPerSecond, gracePeriod: TimeSpan.FromSeconds(2)));
+            return rate;
+        }
+
+        public async ValueTask DisposeAsync()
+        {
+            await Host.DisposeAsync();
+            Files.Dispose();
+        }
+    }
+
     private static Dictionary<string, string> Without(Dictionary<string, string> headers, string name)
         => headers.Where(h => !h.Key.Equals(name, StringComparison.OrdinalIgnoreCase)).ToDictionary(h => h.Key, h => h.Value, StringComparer.OrdinalIgnoreCase);
 
