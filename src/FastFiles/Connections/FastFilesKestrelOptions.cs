@@ -45,6 +45,18 @@ public sealed class FastFilesKestrelOptions
     public bool EnableRequestHeaderCache { get; set; } = true;
 
     /// <summary>
+    /// Whether plaintext endpoints from configuration (<c>Kestrel:Endpoints</c>) get the zero-copy send path (file
+    /// bodies sent with sendfile(2); see <c>ListenOptions.UseZeroCopySendFile</c>). Code-configured endpoints call
+    /// <c>UseZeroCopySendFile()</c> themselves, first on the endpoint.
+    /// </summary>
+    /// <remarks>Defaults to <see langword="false"/>.</remarks>
+    public bool EnableZeroCopySendFile { get; set; }
+
+    /// <summary>Settings of the zero-copy send path, for configuration endpoints and for <c>UseZeroCopySendFile()</c> on code endpoints.</summary>
+    /// <remarks>Defaults to a new <see cref="ZeroCopySendFileOptions"/>.</remarks>
+    public ZeroCopySendFileOptions ZeroCopySendFile { get; } = new();
+
+    /// <summary>
     /// Whether <c>KestrelServerOptions.UseFastFiles</c> (for every endpoint from configuration) and
     /// <c>ListenOptions.UseFastFiles</c> add the HTTP/1.1 static lane with <see cref="StaticLane"/>'s roots: GET and
     /// HEAD for files under those roots are answered before Kestrel parses the request, and never reach the

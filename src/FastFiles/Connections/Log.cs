@@ -22,12 +22,21 @@ internal static partial class Log
     [LoggerMessage(4006, LogLevel.Debug, "Endpoint '{EndpointName}' uses SNI; TLS record coalescing is not applied to it. Configure it in code with UseHttps(...).UseTlsRecordCoalescing() to add it.", EventName = "SniEndpointNotCoalesced")]
     public static partial void SniEndpointNotCoalesced(ILogger logger, string endpointName);
 
-    [LoggerMessage(4007, LogLevel.Debug, "Connection {ConnectionId}: the static lane handed the connection to Kestrel ({Reason}).", EventName = "LaneHandedOff")]
+    [LoggerMessage(4007, LogLevel.Debug, "Connection {ConnectionId}: a file body of {Length} bytes is copied instead of sent with sendfile: {Reason}.", EventName = "SendPathFallback")]
+    public static partial void SendPathFallback(ILogger logger, string connectionId, string reason, long length);
+
+    [LoggerMessage(4008, LogLevel.Debug, "Connection {ConnectionId}: the send path stopped sending ({Reason}); the connection is aborted.", EventName = "SendPathSendFailed")]
+    public static partial void SendPathSendFailed(ILogger logger, string connectionId, string reason);
+
+    [LoggerMessage(4009, LogLevel.Information, "Connection {ConnectionId}: the client read a file body more slowly than the response's minimum data rate; the connection is aborted.", EventName = "SendPathDataRateTooLow")]
+    public static partial void SendPathDataRateTooLow(ILogger logger, string connectionId);
+
+    [LoggerMessage(4020, LogLevel.Debug, "Connection {ConnectionId}: the static lane handed the connection to Kestrel ({Reason}).", EventName = "LaneHandedOff")]
     public static partial void LaneHandedOff(ILogger logger, string connectionId, string reason);
 
-    [LoggerMessage(4008, LogLevel.Debug, "Connection {ConnectionId}: the client went away while the static lane held the connection.", EventName = "LaneConnectionEnded")]
+    [LoggerMessage(4021, LogLevel.Debug, "Connection {ConnectionId}: the client went away while the static lane held the connection.", EventName = "LaneConnectionEnded")]
     public static partial void LaneConnectionEnded(ILogger logger, string connectionId, Exception exception);
 
-    [LoggerMessage(4009, LogLevel.Debug, "Endpoint {Endpoint}: static lane on for {RootCount} root(s).", EventName = "LaneEnabled")]
+    [LoggerMessage(4022, LogLevel.Debug, "Endpoint {Endpoint}: static lane on for {RootCount} root(s).", EventName = "LaneEnabled")]
     public static partial void LaneEnabled(ILogger logger, string endpoint, int rootCount);
 }

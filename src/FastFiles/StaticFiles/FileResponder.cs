@@ -4,6 +4,7 @@ using FastFiles.IO;
 using System.Buffers;
 using System.IO.Pipelines;
 using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Server.Kestrel.Core.Features;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Primitives;
 using Microsoft.Net.Http.Headers;
@@ -12,7 +13,7 @@ namespace FastFiles.StaticFiles;
 
 /// <summary>
 /// Answers a GET or HEAD for one file version: conditional requests (RFC 9110 13), ranges (RFC 9110 14), the
-/// response headers, and the body through <see cref="FileBodyWriter"/>. Shared by the middleware and the results.
+/// response headers, and the body through <see cref="FileBody"/>. Shared by the middleware and the results.
 /// </summary>
 internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bool reuseStrings = true)
 {
@@ -124,6 +125,14 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         CancellationToken aborted = context.RequestAborted;
         try
         {
+            if (file.Content is null)
+            {
+                // File bodies reach Kestrel through Advance + flush, which its HTTP/1.1 rate check does not count: size
+                // the check's grace for one copy batch. (A cached body is written once and flushed by Kestrel after the
+                // response ends, outside the check.)
+                ResponseDataRate.AllowUncountedFlushes(context.Features.Get<IHttpMinResponseDataRateFeature>(), Math.Min(count, FileBodyWriter.FlushThreshold));
+            }
+
             // Start first: the headers and the first body bytes then leave in one write.
             await response.StartAsync(aborted);
             if (file.Content is not null)
@@ -157,7 +166,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             else if ((owned ?? file.Handle) is { } handle)
             {
                 // The response ends when we return, so Kestrel's own final flush sends the tail.
-                result = await FileBodyWriter.WriteAsync(response.BodyWriter, handle, start, count, ReadSizePolicy.For(options, request.Protocol), options.SynchronousReadThreshold, aborted, flushAtEnd: false);
+                result = await FileBody.WriteAsync(context.Features, handle, start, count, ReadSizePolicy.For(options, request.Protocol), options.SynchronousReadThreshold, aborted, flushAtEnd: false);
             }
             else
             {
