@@ -72,32 +72,27 @@ internal sealed class StaticLaneConnectionMiddleware
 
     private async Task RunAsync(ConnectionContext context)
     {
-        var connection = new LaneConnection(context.Features.Get<IConnectionLifetimeNotificationFeature>());
         PipeReader input = context.Transport.Input;
         PipeWriter output = context.Transport.Output;
+        var connection = new LaneConnection(context, input, context.Features.Get<IConnectionLifetimeNotificationFeature>());
         string? handOff = null;
         try
         {
             while (true)
             {
-                ReadResult result;
-                CancellationToken idle = connection.EnterIdle(_keepAliveTimeout);
-                if (connection.CloseRequested)
+                if (!connection.EnterIdle(_keepAliveTimeout))
                 {
                     break;
                 }
 
-                try
-                {
-                    result = await input.ReadAsync(idle);
-                }
-                catch (OperationCanceledException)
+                ReadResult result = await input.ReadAsync();
+                if (connection.LeaveIdle(result.IsCanceled))
                 {
                     // Keep-alive timeout or graceful shutdown while idle: close, as Kestrel does, without a response.
+                    input.AdvanceTo(result.Buffer.Start);
                     break;
                 }
 
-                connection.LeaveIdle();
                 ReadOnlySequence<byte> buffer = result.Buffer;
                 SequencePosition consumed = buffer.Start;
                 long unflushed = 0;
@@ -115,6 +110,8 @@ internal sealed class StaticLaneConnectionMiddleware
 
                     if (!TryServe(rest, output, connection.CloseRequested, out int length, out long written, out close, out reason))
                     {
+                        // Nothing was written for it: its Connection: close is Kestrel's to honour.
+                        close = false;
                         unhandled = true;
                         break;
                     }
@@ -133,7 +130,7 @@ internal sealed class StaticLaneConnectionMiddleware
                         served = 0;
                         long pending = unflushed;
                         unflushed = 0;
-                        if (!await FlushAsync(context, output, connection, pending))
+                        if (!await FlushAsync(output, connection, pending))
                         {
                             input.AdvanceTo(consumed);
                             return;
@@ -144,23 +141,30 @@ internal sealed class StaticLaneConnectionMiddleware
                 if (served > 0 || unflushed > 0)
                 {
                     _metrics.LaneServed(served, unflushed);
-                    if (!await FlushAsync(context, output, connection, unflushed))
+                    if (!await FlushAsync(output, connection, unflushed))
                     {
                         input.AdvanceTo(consumed);
                         return;
                     }
                 }
 
-                if (unhandled && !connection.CloseRequested)
+                if (unhandled && !close && !connection.CloseRequested)
                 {
-                    // Kestrel's first read sees exactly the bytes from the unhandled request on.
+                    // Kestrel's first read sees exactly the bytes from the unhandled request on (consumed and examined).
                     input.AdvanceTo(consumed);
+                    if (connection.HandOff())
+                    {
+                        // A timer's cancellation raced with the read: take it here so Kestrel's first read does not see it.
+                        ReadResult stray = await input.ReadAsync();
+                        input.AdvanceTo(stray.Buffer.Start);
+                    }
+
                     handOff = ReasonNames[(int)reason];
                     break;
                 }
 
                 input.AdvanceTo(consumed, buffer.End);
-                if (close || result.IsCompleted || result.IsCanceled)
+                if (close || result.IsCompleted)
                 {
                     break;
                 }
@@ -176,20 +180,19 @@ internal sealed class StaticLaneConnectionMiddleware
         }
         catch (Exception ex) when (ex is ConnectionResetException or ConnectionAbortedException or IOException or ObjectDisposedException)
         {
-            // The client went away mid-read or mid-write; nothing the lane holds outlives this method.
+            // The client went away (or the connection was aborted) mid-read or mid-write; nothing the lane holds
+            // outlives this method.
             Log.LaneConnectionEnded(_logger, context.ConnectionId, ex);
+            return;
         }
         finally
         {
             connection.Dispose();
         }
 
-        if (handOff is not null)
-        {
-            _metrics.LaneHandedOff(handOff);
-            Log.LaneHandedOff(_logger, context.ConnectionId, handOff);
-            await _next(context);
-        }
+        _metrics.LaneHandedOff(handOff);
+        Log.LaneHandedOff(_logger, context.ConnectionId, handOff);
+        await _next(context);
     }
 
     // Writes the whole response for the request at the start of rest, or nothing (returns false: hand off).
@@ -332,10 +335,11 @@ internal sealed class StaticLaneConnectionMiddleware
         return true;
     }
 
-    // Flushes; false when the client is gone or too slow (then the connection is aborted, as Kestrel's data rate does).
-    private async ValueTask<bool> FlushAsync(ConnectionContext context, PipeWriter output, LaneConnection connection, long bytes)
+    // Flushes; false when the client is gone, or too slow (the heartbeat then aborts the connection under Kestrel's
+    // minimum response data rate, as Kestrel does for its own responses).
+    private async ValueTask<bool> FlushAsync(PipeWriter output, LaneConnection connection, long bytes)
     {
-        ValueTask<FlushResult> flush = output.FlushAsync(connection.WriteToken);
+        ValueTask<FlushResult> flush = output.FlushAsync();
         FlushResult result;
         if (flush.IsCompletedSuccessfully)
         {
@@ -343,103 +347,21 @@ internal sealed class StaticLaneConnectionMiddleware
         }
         else
         {
-            // The client is not reading as fast as we write: hold it to Kestrel's minimum response data rate.
             if (_minResponseDataRate is { } rate)
             {
-                connection.ArmWriteTimeout(rate.GracePeriod + TimeSpan.FromSeconds(bytes / rate.BytesPerSecond));
+                connection.StartWrite(rate.GracePeriod + TimeSpan.FromSeconds(bytes / rate.BytesPerSecond));
             }
 
             try
             {
                 result = await flush;
             }
-            catch (OperationCanceledException)
-            {
-                context.Abort(new ConnectionAbortedException("The client did not read the response at the minimum data rate."));
-                return false;
-            }
             finally
             {
-                connection.DisarmWriteTimeout();
+                connection.EndWrite();
             }
         }
 
         return !result.IsCompleted && !result.IsCanceled;
-    }
-
-    /// <summary>Per-connection timers and the shutdown signal; no allocation per request.</summary>
-    private sealed class LaneConnection : IDisposable
-    {
-        private readonly CancellationTokenRegistration _closing;
-        private CancellationTokenSource _idle = new();
-        private CancellationTokenSource _write = new();
-        private int _closeRequested;
-        private int _isIdle;
-
-        public LaneConnection(IConnectionLifetimeNotificationFeature? lifetime)
-        {
-            if (lifetime is not null)
-            {
-                _closing = lifetime.ConnectionClosedRequested.Register(static state => ((LaneConnection)state!).OnCloseRequested(), this);
-            }
-        }
-
-        public bool CloseRequested => Volatile.Read(ref _closeRequested) != 0;
-
-        public CancellationToken WriteToken => _write.Token;
-
-        public CancellationToken EnterIdle(TimeSpan keepAlive)
-        {
-            if (_idle.IsCancellationRequested)
-            {
-                // A timer that fired while the lane was busy (a long flush) says nothing about the next wait.
-                _idle.Dispose();
-                _idle = new CancellationTokenSource();
-            }
-
-            _idle.CancelAfter(keepAlive);
-            Interlocked.Exchange(ref _isIdle, 1);
-            return _idle.Token;
-        }
-
-        public void LeaveIdle() => Interlocked.Exchange(ref _isIdle, 0);
-
-        public void ArmWriteTimeout(TimeSpan timeout) => _write.CancelAfter(timeout);
-
-        public void DisarmWriteTimeout()
-        {
-            if (_write.IsCancellationRequested)
-            {
-                // Fired as the flush completed: the next flush starts afresh.
-                _write.Dispose();
-                _write = new CancellationTokenSource();
-                return;
-            }
-
-            _write.CancelAfter(Timeout.InfiniteTimeSpan);
-        }
-
-        private void OnCloseRequested()
-        {
-            Interlocked.Exchange(ref _closeRequested, 1);
-            if (Volatile.Read(ref _isIdle) != 0)
-            {
-                try
-                {
-                    _idle.Cancel();
-                }
-                catch (ObjectDisposedException)
-                {
-                    // The connection has finished.
-                }
-            }
-        }
-
-        public void Dispose()
-        {
-            _closing.Dispose();
-            _idle.Dispose();
-            _write.Dispose();
-        }
     }
 }

@@ -1,0 +1,152 @@
+using System.Collections.Concurrent;
+using System.IO.Pipelines;
+using Microsoft.AspNetCore.Connections;
+using Microsoft.AspNetCore.Connections.Features;
+
+namespace FastFiles.Connections;
+
+/// <summary>
+/// The lane's clock: once a second it closes lane connections idle past their keep-alive deadline and aborts those whose
+/// client has not taken a response in time, as Kestrel's own heartbeat does. Requests then pay no timer or cancellation
+/// registration: a connection only writes two deadlines.
+/// </summary>
+internal static class StaticLaneHeartbeat
+{
+    private static readonly ConcurrentDictionary<LaneConnection, byte> Connections = new();
+    private static readonly Timer Timer = new(static _ => Tick(), null, TimeSpan.FromSeconds(1), TimeSpan.FromSeconds(1));
+
+    public static void Add(LaneConnection connection)
+    {
+        GC.KeepAlive(Timer);
+        Connections.TryAdd(connection, 0);
+    }
+
+    public static void Remove(LaneConnection connection) => Connections.TryRemove(connection, out _);
+
+    private static void Tick()
+    {
+        long now = Environment.TickCount64;
+        foreach (KeyValuePair<LaneConnection, byte> pair in Connections)
+        {
+            pair.Key.OnTick(now);
+        }
+    }
+}
+
+/// <summary>
+/// One connection's state while the lane holds it: its keep-alive and write deadlines and the shutdown signal. The
+/// heartbeat and the shutdown callback wake an idle read with <see cref="PipeReader.CancelPendingRead"/>, only under the
+/// lock and only while the lane is idle; a cancellation that races with data is remembered, and taken before a hand-off.
+/// </summary>
+internal sealed class LaneConnection : IDisposable
+{
+    private readonly Lock _lock = new();
+    private readonly ConnectionContext _context;
+    private readonly PipeReader _input;
+    private readonly CancellationTokenRegistration _closing;
+    private long _idleDeadline = long.MaxValue;
+    private long _writeDeadline = long.MaxValue;
+    private bool _cancelPending;
+    private bool _timedOut;
+    private bool _handedOff;
+    private volatile bool _closeRequested;
+
+    public LaneConnection(ConnectionContext context, PipeReader input, IConnectionLifetimeNotificationFeature? lifetime)
+    {
+        _context = context;
+        _input = input;
+        StaticLaneHeartbeat.Add(this);
+        if (lifetime is not null)
+        {
+            _closing = lifetime.ConnectionClosedRequested.Register(static state => ((LaneConnection)state!).OnCloseRequested(), this);
+        }
+    }
+
+    public bool CloseRequested => _closeRequested;
+
+    /// <summary>Before waiting for the next request; false when the connection should close instead.</summary>
+    public bool EnterIdle(TimeSpan keepAlive)
+    {
+        lock (_lock)
+        {
+            if (_closeRequested || _timedOut)
+            {
+                return false;
+            }
+
+            _idleDeadline = Environment.TickCount64 + (long)keepAlive.TotalMilliseconds;
+            return true;
+        }
+    }
+
+    /// <summary>After the read; true when the idle wait ended by timeout or shutdown (close the connection).</summary>
+    public bool LeaveIdle(bool canceled)
+    {
+        lock (_lock)
+        {
+            _idleDeadline = long.MaxValue;
+            if (canceled)
+            {
+                _cancelPending = false;
+            }
+
+            return canceled && (_timedOut || _closeRequested);
+        }
+    }
+
+    /// <summary>The lane gives the connection to Kestrel; true when a cancellation is pending and must be taken first.</summary>
+    public bool HandOff()
+    {
+        lock (_lock)
+        {
+            _handedOff = true;
+            return _cancelPending;
+        }
+    }
+
+    public void StartWrite(TimeSpan allowed) => Volatile.Write(ref _writeDeadline, Environment.TickCount64 + (long)allowed.TotalMilliseconds);
+
+    public void EndWrite() => Volatile.Write(ref _writeDeadline, long.MaxValue);
+
+    public void OnTick(long now)
+    {
+        if (now > Volatile.Read(ref _writeDeadline))
+        {
+            _context.Abort(new ConnectionAbortedException("The client did not read the response at the minimum data rate."));
+            return;
+        }
+
+        lock (_lock)
+        {
+            if (!_handedOff && now > _idleDeadline)
+            {
+                _timedOut = true;
+                WakeLocked();
+            }
+        }
+    }
+
+    private void OnCloseRequested()
+    {
+        lock (_lock)
+        {
+            _closeRequested = true;
+            if (!_handedOff && _idleDeadline != long.MaxValue)
+            {
+                WakeLocked();
+            }
+        }
+    }
+
+    private void WakeLocked()
+    {
+        _cancelPending = true;
+        _input.CancelPendingRead();
+    }
+
+    public void Dispose()
+    {
+        StaticLaneHeartbeat.Remove(this);
+        _closing.Dispose();
+    }
+}
