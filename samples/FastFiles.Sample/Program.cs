@@ -1,7 +1,5 @@
 using System.Net;
-using FastFiles.Results;
 using FastFiles.Sample;
-using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.Extensions.FileProviders;
@@ -44,13 +42,13 @@ bool customUrls = !string.IsNullOrEmpty(builder.Configuration["urls"]) || !strin
 builder.WebHost.ConfigureKestrel(kestrel =>
 {
     // FastFiles' connection-level parts: configuration endpoints (Kestrel:Endpoints) get them here.
-    kestrel.UseFastFiles();
+    kestrel.UseFastFilesConnections();
     kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = certificate);
     if (!customUrls)
     {
         // Code endpoints add them per endpoint: the request header cache, and after UseHttps the HTTP/2 TLS stage.
-        kestrel.Listen(IPAddress.Loopback, 5080, listen => listen.UseFastFiles());
-        kestrel.Listen(IPAddress.Loopback, 5443, listen => listen.UseHttps(certificate).UseFastFiles());
+        kestrel.Listen(IPAddress.Loopback, 5080, listen => listen.UseFastFilesConnections());
+        kestrel.Listen(IPAddress.Loopback, 5443, listen => listen.UseHttps(certificate).UseFastFilesConnections());
     }
 });
 

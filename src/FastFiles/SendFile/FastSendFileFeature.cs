@@ -1,4 +1,6 @@
+using Microsoft.AspNetCore.Builder;
 using System.IO.Pipelines;
+using FastFiles.Diagnostics;
 using FastFiles.IO;
 using Microsoft.AspNetCore.Http.Features;
 using Microsoft.Extensions.Logging;

@@ -1,3 +1,4 @@
+using Microsoft.AspNetCore.Builder;
 using System.Runtime.CompilerServices;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Http.Features;
