@@ -4,7 +4,13 @@ using System.Reflection.Emit;
 using System.Reflection.Metadata;
 using System.Reflection.Metadata.Ecma335;
 using System.Reflection.PortableExecutable;
+using FastFiles.Caching;
+using FastFiles.Diagnostics;
+using FastFiles.Files;
+using FastFiles.Http;
+using FastFiles.Responses;
 using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Http;
 
 namespace FastFiles.Tests;
 
@@ -43,6 +49,7 @@ public sealed class LayeringTests
         ["Microsoft.AspNetCore.Builder.FastFilesKestrelOptions"] = "FastFiles.Connections",
         ["Microsoft.AspNetCore.Builder.Http2TlsOutputStageOptions"] = "FastFiles.Connections",
         ["Microsoft.AspNetCore.Builder.Http2TlsOutputStageMode"] = "FastFiles.Connections",
+        ["Microsoft.AspNetCore.Builder.ZeroCopySendFileOptions"] = "FastFiles.Connections",
         ["Microsoft.AspNetCore.Http.FastResults"] = "FastFiles.Results",
         ["Microsoft.AspNetCore.Http.FastPhysicalFileResult"] = "FastFiles.Results",
     };
@@ -127,9 +134,13 @@ public sealed class LayeringTests
         {
             TypeDefinition type = _reader.GetTypeDefinition(handle);
             string ns = _reader.GetString(type.Namespace);
-            if (Layers.Any(l => l.Layer == ns))
+            // A sub-namespace (FastFiles.Connections.SendPath) belongs to its layer.
+            foreach ((string layer, _) in Layers)
             {
-                return ns;
+                if (ns == layer || ns.StartsWith(layer + ".", StringComparison.Ordinal))
+                {
+                    return layer;
+                }
             }
 
             if (PublicTypeLayers.TryGetValue(NameOf(handle), out string? listed))

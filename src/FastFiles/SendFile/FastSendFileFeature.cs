@@ -13,7 +13,7 @@ namespace FastFiles.SendFile;
 /// forwards to Kestrel. One instance is kept per Kestrel protocol object (they are reused per connection and
 /// per pooled HTTP/2 stream), so installing it allocates nothing per request.
 /// </summary>
-internal sealed class FastSendFileFeature : IHttpResponseBodyFeature
+internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardingResponseBody
 {
     private readonly IHttpResponseBodyFeature _inner;
     private readonly IHttpRequestLifetimeFeature _lifetime;
@@ -72,8 +72,9 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature
         {
             // Start the response first so the headers and the first body bytes leave in one write.
             await _inner.StartAsync(aborted);
-            status = await FileBodyWriter.WriteAsync(
-                _inner.Writer, file, offset, toSend, ReadSizePolicy.For(_options, ((IHttpRequestFeature)_inner).Protocol), _options.SynchronousReadThreshold, aborted);
+            // Kestrel's protocol object is also the request's feature collection (it falls back to the connection's).
+            status = await FileBody.WriteAsync(
+                (IFeatureCollection)_inner, file, offset, toSend, ReadSizePolicy.For(_options, ((IHttpRequestFeature)_inner).Protocol), _options.SynchronousReadThreshold, aborted);
         }
         catch (OperationCanceledException) when (aborted.IsCancellationRequested)
         {

@@ -1,3 +1,4 @@
+using FastFiles.IO;
 using Microsoft.AspNetCore.Builder;
 using System.Runtime.CompilerServices;
 using Microsoft.AspNetCore.Http;

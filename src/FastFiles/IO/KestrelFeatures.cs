@@ -2,7 +2,7 @@ using System.Reflection;
 using Microsoft.AspNetCore.Http.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 
-namespace FastFiles.SendFile;
+namespace FastFiles.IO;
 
 internal static class KestrelFeatures
 {
@@ -15,4 +15,14 @@ internal static class KestrelFeatures
     /// </summary>
     public static bool IsKestrelResponseBody(IHttpResponseBodyFeature feature)
         => feature is IHttpRequestLifetimeFeature && feature.GetType().Assembly == KestrelCore;
+
+    /// <summary>Kestrel's own response body, directly or behind <c>UseFastSendFile</c> (which forwards its writer unchanged).</summary>
+    public static bool IsKestrelBody(IHttpResponseBodyFeature feature)
+        => IsKestrelResponseBody(feature) || (feature is IForwardingResponseBody forwarding && IsKestrelResponseBody(forwarding.Inner));
+}
+
+/// <summary>A response body feature that forwards Kestrel's writer unchanged (<c>UseFastSendFile</c>'s).</summary>
+internal interface IForwardingResponseBody
+{
+    IHttpResponseBodyFeature Inner { get; }
 }
