@@ -31,13 +31,9 @@ builder.WebHost.ConfigureKestrel(kestrel =>
 {
     kestrel.AddServerHeader = false;
     mode.Kestrel?.Invoke(kestrel);
-    if (mode.LaneRoot is { } laneRoot)
+    if (mode.LaneRoot is not null)
     {
-        kestrel.UseFastFiles(o =>
-        {
-            o.EnableStaticLane = true;
-            o.StaticLane.Roots.Add(laneRoot(options.Root));
-        });
+        kestrel.UseFastFilesConnections(o => o.EnableStaticLane = true);
     }
 
     kestrel.Listen(IPAddress.Loopback, options.HttpPort, listen =>
@@ -69,6 +65,10 @@ if (mode.InlineScheduling)
 }
 
 mode.ConfigureServices(builder.Services);
+if (mode.LaneRoot is { } laneRoot)
+{
+    builder.Services.ConfigureStaticLane(o => o.Roots.Add(laneRoot(options.Root)));
+}
 WebApplication app = builder.Build();
 
 var stats = new ServerStats();

@@ -2,7 +2,8 @@ using System.Buffers;
 using System.Buffers.Text;
 using System.Globalization;
 using System.Text;
-using FastFiles.StaticFiles;
+using FastFiles.Files;
+using FastFiles.Http;
 
 namespace FastFiles.Connections;
 

@@ -1,6 +1,8 @@
 using System.Text;
 using FastFiles.Caching;
-using FastFiles.StaticFiles;
+using FastFiles.Diagnostics;
+using FastFiles.Files;
+using FastFiles.Http;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Logging;
 
@@ -18,30 +20,27 @@ internal sealed class StaticLaneRoot : IDisposable
     private readonly bool _precompressed;
     private readonly bool _serverHeader;
 
-    public StaticLaneRoot(StaticLaneRootOptions root, FastStaticFileOptions files, FastFilesOptions fastFiles, bool serverHeader, FastFilesMetrics metrics, ILogger logger)
+    public StaticLaneRoot(
+        string physicalPath, string requestPath, bool followSymlinksOutsideRoot, bool precompressed, StaticFilePolicy policy,
+        FastFilesOptions fastFiles, bool serverHeader, FastFilesMetrics metrics, ILogger logger)
     {
-        if (files.OnPrepareResponse is not null)
-        {
-            throw new InvalidOperationException("A static lane root cannot have OnPrepareResponse: lane responses never reach application code.");
-        }
-
-        string physical = Path.GetFullPath(root.PhysicalPath ?? throw new InvalidOperationException("A static lane root needs a PhysicalPath."));
+        string physical = Path.GetFullPath(physicalPath);
         if (!Directory.Exists(physical))
         {
             throw new DirectoryNotFoundException($"The static lane root '{physical}' does not exist.");
         }
 
-        _requestPath = files.RequestPath.Value ?? string.Empty;
+        _requestPath = requestPath;
         if (!Ascii.IsValid(_requestPath) || _requestPath.EndsWith('/'))
         {
             throw new InvalidOperationException($"The static lane's RequestPath '{_requestPath}' must be ASCII and must not end with '/'.");
         }
 
         _prefix = Encoding.ASCII.GetBytes(_requestPath);
-        _policy = new StaticFilePolicy(files);
-        _precompressed = files.EnablePrecompressedFiles;
+        _policy = policy;
+        _precompressed = precompressed;
         _serverHeader = serverHeader;
-        Cache = new FileCache(new PhysicalFileSource(physical, files.FollowSymlinksOutsideRoot), _requestPath, fastFiles, metrics, logger);
+        Cache = new FileCache(new PhysicalFileSource(physical, followSymlinksOutsideRoot), _requestPath, fastFiles, metrics, logger);
     }
 
     public FileCache Cache { get; }

@@ -1,5 +1,7 @@
 using System.Runtime.CompilerServices;
 using FastFiles.Connections;
+using FastFiles.Diagnostics;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Connections;
 using Microsoft.AspNetCore.Server.Kestrel;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
@@ -7,12 +9,6 @@ using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
-using Microsoft.Extensions.FileProviders;
-using Microsoft.Extensions.Hosting;
-using Microsoft.Extensions.Options;
-using Microsoft.AspNetCore.Builder;
-using FastFiles;
-using FastStaticFileOptions = FastFiles.StaticFiles.FastStaticFileOptions;
 
 namespace Microsoft.AspNetCore.Hosting;
 
@@ -21,7 +17,7 @@ public static class FastFilesKestrelExtensions
 {
     private const string LoggerCategory = "FastFiles.Connections.Http2TlsOutputStage";
 
-    // Options registered by UseFastFiles, found again by the parameterless UseHttp2TlsOutputStage on code endpoints.
+    // Options registered by UseFastFilesConnections, found again by the parameterless UseHttp2TlsOutputStage on code endpoints.
     private static readonly ConditionalWeakTable<KestrelServerOptions, FastFilesKestrelOptions> Registered = [];
 
     internal static FastFilesKestrelOptions? RegisteredOptions(KestrelServerOptions options)
@@ -48,7 +44,7 @@ public static class FastFilesKestrelExtensions
     /// <param name="options">Kestrel's options.</param>
     /// <param name="configure">Configures FastFiles' Kestrel options; by default the stage runs in <see cref="Http2TlsOutputStageMode.Http2Only"/> mode.</param>
     /// <returns>Kestrel's options.</returns>
-    public static KestrelServerOptions UseFastFiles(this KestrelServerOptions options, Action<FastFilesKestrelOptions>? configure = null)
+    public static KestrelServerOptions UseFastFilesConnections(this KestrelServerOptions options, Action<FastFilesKestrelOptions>? configure = null)
     {
         ArgumentNullException.ThrowIfNull(options);
         var fastFiles = new FastFilesKestrelOptions();
@@ -73,7 +69,7 @@ public static class FastFilesKestrelExtensions
 
                 if (fastFiles.EnableRequestHeaderCache)
                 {
-                    e.ListenOptions.UseFastFilesHeaderCache();
+                    e.ListenOptions.UseRequestHeaderCache();
                 }
 
                 bool staged = fastFiles.EnableHttp2TlsOutputStage && stage.Mode != Http2TlsOutputStageMode.Disabled;
@@ -86,7 +82,7 @@ public static class FastFilesKestrelExtensions
                 // The lane must see plaintext: on an HTTPS endpoint FastFiles could not take TLS over (SNI), it stays off.
                 if (fastFiles.EnableStaticLane && (!e.IsHttps || tlsApplied))
                 {
-                    e.ListenOptions.UseStaticLane(fastFiles.StaticLane);
+                    e.ListenOptions.UseStaticLane(lane: null);
                 }
             });
         }
@@ -99,15 +95,15 @@ public static class FastFilesKestrelExtensions
     /// when this follows <c>UseHttps</c>, TLS record coalescing (<see cref="FastFilesKestrelOptions.EnableTlsRecordCoalescing"/>,
     /// on by default) and the HTTP/2 TLS output stage (<see cref="FastFilesKestrelOptions.EnableHttp2TlsOutputStage"/>,
     /// off by default). Plaintext connections pass through both.
-    /// Uses the options given to <see cref="UseFastFiles(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on
+    /// Uses the options given to <see cref="UseFastFilesConnections(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on
     /// the same server if any, else the defaults.
     /// </summary>
     /// <param name="listenOptions">The endpoint; call after <c>UseHttps</c> for TLS endpoints.</param>
     /// <returns>The endpoint.</returns>
-    public static ListenOptions UseFastFiles(this ListenOptions listenOptions)
+    public static ListenOptions UseFastFilesConnections(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
-        // Resolved when the endpoint is built, so KestrelServerOptions.UseFastFiles may run before or after this call.
+        // Resolved when the endpoint is built, so KestrelServerOptions.UseFastFilesConnections may run before or after this call.
         listenOptions.Use(next =>
         {
             FastFilesKestrelOptions? registered = listenOptions.KestrelServerOptions is { } server
@@ -120,19 +116,19 @@ public static class FastFilesKestrelExtensions
 
             if (registered?.EnableRequestHeaderCache ?? true)
             {
-                pipeline = new RequestHeaderCacheMiddleware(pipeline).OnConnectionAsync;
+                pipeline = new RequestHeaderCacheConnectionMiddleware(pipeline).OnConnectionAsync;
             }
 
             // Before the header cache: a connection the lane hands off then gets it as usual.
             if (registered is { EnableStaticLane: true })
             {
-                pipeline = CreateLane(pipeline, registered.StaticLane, listenOptions);
+                pipeline = StaticLaneListenOptionsExtensions.CreateLane(pipeline, lane: null, listenOptions);
             }
 
             // Outermost, right after TLS: it also coalesces what the stage drains.
             if (registered?.EnableTlsRecordCoalescing ?? true)
             {
-                pipeline = new TlsRecordCoalescingMiddleware(pipeline, FastFiles.Caching.FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync;
+                pipeline = new TlsRecordCoalescingConnectionMiddleware(pipeline, FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync;
             }
 
             return pipeline;
@@ -143,7 +139,7 @@ public static class FastFilesKestrelExtensions
     /// <summary>
     /// Adds the HTTP/2 TLS output stage to an endpoint. Call it after <c>UseHttps</c> so it sees plaintext; on an
     /// endpoint without TLS it passes every connection through. Uses the options given to
-    /// <see cref="UseFastFiles(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on the same server if any,
+    /// <see cref="UseFastFilesConnections(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on the same server if any,
     /// else the defaults (<see cref="Http2TlsOutputStageMode.Http2Only"/>, bounded by Kestrel's <c>MaxResponseBufferSize</c>).
     /// </summary>
     /// <param name="listenOptions">The endpoint.</param>
@@ -151,7 +147,7 @@ public static class FastFilesKestrelExtensions
     public static ListenOptions UseHttp2TlsOutputStage(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
-        // Resolved when the endpoint is built, so UseFastFiles may run before or after this call.
+        // Resolved when the endpoint is built, so UseFastFilesConnections may run before or after this call.
         listenOptions.Use(next =>
         {
             Http2TlsOutputStageOptions stage = listenOptions.KestrelServerOptions is { } server && Registered.TryGetValue(server, out FastFilesKestrelOptions? registered)
@@ -205,89 +201,8 @@ public static class FastFilesKestrelExtensions
     public static ListenOptions UseTlsRecordCoalescing(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
-        listenOptions.Use(next => new TlsRecordCoalescingMiddleware(next, FastFiles.Caching.FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync);
+        listenOptions.Use(next => new TlsRecordCoalescingConnectionMiddleware(next, FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync);
         return listenOptions;
-    }
-
-    /// <summary>
-    /// Adds the HTTP/1.1 static lane to an endpoint: GET and HEAD requests for files under the given roots are answered
-    /// from prebuilt response bytes before Kestrel parses them; the first request the lane does not fully handle, and
-    /// everything after it on that connection, goes to Kestrel untouched. Call it after <c>UseHttps</c> on TLS endpoints.
-    /// HTTP/2 connections pass through. Requests the lane answers never reach the application's middleware (no
-    /// authentication, authorization, rewrites or host filtering): hand it only public roots.
-    /// </summary>
-    /// <param name="listenOptions">The endpoint.</param>
-    /// <param name="configure">
-    /// Adds the roots. Without roots in code, the roots bound from the <c>FastFiles:StaticLane</c> configuration section
-    /// are used.
-    /// </param>
-    /// <returns>The endpoint.</returns>
-    public static ListenOptions UseStaticLane(this ListenOptions listenOptions, Action<StaticLaneOptions>? configure = null)
-    {
-        ArgumentNullException.ThrowIfNull(listenOptions);
-        var lane = new StaticLaneOptions();
-        configure?.Invoke(lane);
-        return listenOptions.UseStaticLane(lane);
-    }
-
-    internal static ListenOptions UseStaticLane(this ListenOptions listenOptions, StaticLaneOptions lane)
-    {
-        listenOptions.Use(next => CreateLane(next, lane, listenOptions));
-        return listenOptions;
-    }
-
-    // Roots are built once per options instance and server, so endpoints sharing options share one cache.
-    private static readonly ConditionalWeakTable<StaticLaneOptions, StaticLaneRoot[]> LaneRoots = [];
-
-    private static ConnectionDelegate CreateLane(ConnectionDelegate next, StaticLaneOptions lane, ListenOptions listenOptions)
-    {
-        if ((listenOptions.Protocols & HttpProtocols.Http1) == 0)
-        {
-            return next;
-        }
-
-        IServiceProvider services = listenOptions.ApplicationServices;
-        ILogger logger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Connections.StaticLane") ?? NullLogger.Instance;
-        StaticLaneRoot[] roots = LaneRoots.GetValue(lane, options => BuildLaneRoots(options, listenOptions));
-        if (roots.Length == 0)
-        {
-            return next;
-        }
-
-        Log.LaneEnabled(logger, listenOptions.ToString() ?? string.Empty, roots.Length);
-        KestrelServerLimits limits = listenOptions.KestrelServerOptions?.Limits ?? new KestrelServerLimits();
-        return new StaticLaneConnectionMiddleware(next, roots, limits, FastFiles.Caching.FastFilesMetrics.For(services), logger).OnConnectionAsync;
-    }
-
-    private static StaticLaneRoot[] BuildLaneRoots(StaticLaneOptions lane, ListenOptions listenOptions)
-    {
-        IServiceProvider services = listenOptions.ApplicationServices;
-        IList<StaticLaneRootOptions> configured = lane.Roots.Count > 0
-            ? lane.Roots
-            : services.GetService<IOptions<StaticLaneOptions>>()?.Value.Roots ?? [];
-        FastFilesOptions fastFiles = services.GetService<IOptions<FastFilesOptions>>()?.Value ?? new FastFilesOptions();
-        bool serverHeader = listenOptions.KestrelServerOptions?.AddServerHeader ?? true;
-        ILogger cacheLogger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Caching") ?? NullLogger.Instance;
-        FastFiles.Caching.FastFilesMetrics metrics = FastFiles.Caching.FastFilesMetrics.For(services);
-        var roots = new List<StaticLaneRoot>();
-        foreach (StaticLaneRootOptions root in configured)
-        {
-            FastStaticFileOptions files = root.Files ?? services.GetService<IOptions<FastStaticFileOptions>>()?.Value ?? new FastStaticFileOptions();
-            string? physical = root.PhysicalPath
-                ?? (files.FileProvider as PhysicalFileProvider)?.Root
-                ?? (files.FileProvider is null ? services.GetService<IWebHostEnvironment>()?.WebRootPath : null);
-            roots.Add(new StaticLaneRoot(new StaticLaneRootOptions { PhysicalPath = physical, Files = files }, files, fastFiles, serverHeader, metrics, cacheLogger));
-        }
-
-        StaticLaneRoot[] built = [.. roots];
-        services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(() =>
-        {
-            foreach (StaticLaneRoot root in built)
-            {
-                root.Dispose();
-            }
-        });
-        return built;
     }
 
     internal static EndpointConfiguration UseHttp2TlsOutputStage(this EndpointConfiguration endpoint, Http2TlsOutputStageOptions stage)
@@ -365,8 +280,8 @@ public static class FastFilesKestrelExtensions
         }
 
         KestrelServerLimits limits = listenOptions.KestrelServerOptions?.Limits ?? new KestrelServerLimits();
-        FastFiles.Caching.FastFilesMetrics metrics = FastFiles.Caching.FastFilesMetrics.For(listenOptions.ApplicationServices);
-        return new Http2TlsOutputStage(next, stage, limits, metrics, CreateLogger(listenOptions)).OnConnectionAsync;
+        FastFilesMetrics metrics = FastFilesMetrics.For(listenOptions.ApplicationServices);
+        return new Http2TlsOutputStageConnectionMiddleware(next, stage, limits, metrics, CreateLogger(listenOptions)).OnConnectionAsync;
     }
 
     private static ILogger CreateLogger(ListenOptions listenOptions)

@@ -1,7 +1,5 @@
 using System.Diagnostics.Metrics;
-using FastFiles;
-using FastFiles.Caching;
-using FastFiles.StaticFiles;
+using FastFiles.Diagnostics;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection.Extensions;
@@ -57,6 +55,21 @@ public static class FastFilesServiceCollectionExtensions
     /// <param name="configure">The configuration code.</param>
     /// <returns>The service collection.</returns>
     public static IServiceCollection ConfigureFastStaticFiles(this IServiceCollection services, Action<FastStaticFileOptions> configure)
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        ArgumentNullException.ThrowIfNull(configure);
+        return services.Configure(configure);
+    }
+
+    /// <summary>
+    /// Configures the HTTP/1.1 static lane's roots (<see cref="StaticLaneOptions"/>), used by endpoints with
+    /// <c>UseStaticLane()</c> or <c>FastFilesKestrelOptions.EnableStaticLane</c>. Lane responses never reach the
+    /// application's middleware: add only public roots.
+    /// </summary>
+    /// <param name="services">The service collection.</param>
+    /// <param name="configure">The configuration code.</param>
+    /// <returns>The service collection.</returns>
+    public static IServiceCollection ConfigureStaticLane(this IServiceCollection services, Action<StaticLaneOptions> configure)
     {
         ArgumentNullException.ThrowIfNull(services);
         ArgumentNullException.ThrowIfNull(configure);

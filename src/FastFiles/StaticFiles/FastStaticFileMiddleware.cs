@@ -1,7 +1,11 @@
 using System.Diagnostics.Metrics;
 using System.Text.RegularExpressions;
 using FastFiles.Caching;
-using FastFiles.Connections;
+using FastFiles.Diagnostics;
+using FastFiles.Files;
+using FastFiles.Http;
+using FastFiles.Responses;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
@@ -42,7 +46,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         _next = next;
         _options = options.Value;
         _logger = loggerFactory.CreateLogger("FastFiles.StaticFiles");
-        _policy = new StaticFilePolicy(_options);
+        _policy = _options.CreatePolicy();
         FastFilesOptions fast = fastFilesOptions.Value;
         // One Kestrel setting turns reuse off everywhere unless FastFiles is told otherwise.
         bool disableReuse = fast.DisableStringReuse

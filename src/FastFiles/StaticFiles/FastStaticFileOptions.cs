@@ -2,7 +2,7 @@ using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.StaticFiles;
 using Microsoft.Extensions.FileProviders;
 
-namespace FastFiles.StaticFiles;
+namespace Microsoft.AspNetCore.Builder;
 
 /// <summary>
 /// Options for <c>UseFastFiles</c>. Names match <c>StaticFileOptions</c> where the option exists there.
@@ -85,4 +85,8 @@ public sealed class FastStaticFileOptions
     /// </summary>
     /// <remarks>Defaults to <see cref="DefaultFingerprintPattern"/>.</remarks>
     public string? FingerprintPattern { get; set; } = DefaultFingerprintPattern;
+
+    /// <summary>The per-file decisions these options make (content type, Cache-Control), shared by UseFastFiles and the static lane.</summary>
+    internal FastFiles.Http.StaticFilePolicy CreatePolicy()
+        => new(ContentTypeProvider, ServeUnknownFileTypes, DefaultContentType, CacheControl, FingerprintPattern, OnPrepareResponse);
 }

@@ -4,7 +4,6 @@ using System.Net.Sockets;
 using System.Text;
 using System.Text.RegularExpressions;
 using FastFiles.FunctionalTests.Infrastructure;
-using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Hosting.Server;

@@ -261,7 +261,7 @@ public sealed class StaticLaneConnectionTests : IDisposable
             ["FastFiles:StaticLane:Roots:0:Files:CacheControl"] = "public, max-age=5",
         });
         builder.Services.AddFastFiles();
-        builder.WebHost.ConfigureKestrel(k => k.UseFastFiles(o => o.EnableStaticLane = true));
+        builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections(o => o.EnableStaticLane = true));
         long appRequests = 0;
         WebApplication app = builder.Build();
         app.Use((context, next) =>

@@ -1,0 +1,59 @@
+using System.Text.RegularExpressions;
+using Microsoft.AspNetCore.StaticFiles;
+
+using Microsoft.AspNetCore.Builder;
+
+namespace FastFiles.Http;
+
+/// <summary>
+/// What the static file options (<c>FastStaticFileOptions</c>) decide for one file, independent of the request: whether it is served
+/// and with which content type, and its response settings (Cache-Control, immutable for fingerprinted names). Shared
+/// by <c>UseFastFiles</c> and the static lane, so both answer the same file the same way.
+/// </summary>
+internal sealed class StaticFilePolicy
+{
+    private readonly IContentTypeProvider _contentTypes;
+    private readonly bool _serveUnknownFileTypes;
+    private readonly string? _defaultContentType;
+    private readonly string? _cacheControl;
+    private readonly Regex? _fingerprint;
+    private readonly Action<FastFileResponseContext>? _onPrepareResponse;
+
+    public StaticFilePolicy(
+        IContentTypeProvider? contentTypes, bool serveUnknownFileTypes, string? defaultContentType, string? cacheControl,
+        string? fingerprintPattern, Action<FastFileResponseContext>? onPrepareResponse)
+    {
+        _contentTypes = contentTypes ?? new FileExtensionContentTypeProvider();
+        _serveUnknownFileTypes = serveUnknownFileTypes;
+        _defaultContentType = defaultContentType;
+        _cacheControl = cacheControl;
+        _onPrepareResponse = onPrepareResponse;
+        _fingerprint = string.IsNullOrEmpty(fingerprintPattern)
+            ? null
+            : new Regex(fingerprintPattern, RegexOptions.CultureInvariant | RegexOptions.Compiled, TimeSpan.FromMilliseconds(100));
+    }
+
+    /// <summary>The content type for <paramref name="subpath"/>; false when unknown types are not served.</summary>
+    public bool TryGetContentType(string subpath, out string? contentType)
+    {
+        if (_contentTypes.TryGetContentType(subpath, out contentType))
+        {
+            return true;
+        }
+
+        contentType = _defaultContentType;
+        return _serveUnknownFileTypes;
+    }
+
+    // The same value as FastStaticFileOptions.ImmutableCacheControl (that type is in a higher layer).
+    private const string ImmutableCacheControl = "public, max-age=31536000, immutable";
+
+    public FileResponseSettings SettingsFor(string subpath, string? contentType) => new()
+    {
+        ContentType = contentType,
+        CacheControl = _fingerprint is not null && _fingerprint.IsMatch(subpath) ? ImmutableCacheControl : _cacheControl,
+        EnableRangeProcessing = true,
+        OnPrepareResponse = _onPrepareResponse,
+        LogName = subpath,
+    };
+}
