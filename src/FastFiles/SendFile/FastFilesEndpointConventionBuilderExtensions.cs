@@ -1,0 +1,43 @@
+using FastFiles;
+using FastFiles.SendFile;
+using Microsoft.AspNetCore.Http;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+using Microsoft.Extensions.Options;
+
+namespace Microsoft.AspNetCore.Builder;
+
+/// <summary>Puts FastFiles' send path under endpoints that send files, such as those of <c>MapStaticAssets</c>.</summary>
+public static class FastFilesEndpointConventionBuilderExtensions
+{
+    /// <summary>
+    /// Sends the files of these endpoints through FastFiles: <c>app.MapStaticAssets().WithFastFiles();</c>. Each
+    /// endpoint runs with FastFiles' <c>SendFileAsync</c> (the same one <c>UseFastSendFile</c> installs), so the
+    /// endpoint keeps its own semantics (for <c>MapStaticAssets</c>: its manifest, fingerprinted routes, ETags,
+    /// integrity, precompressed variants and headers) while the file bytes go through FastFiles' pipe copy. Works
+    /// in any middleware order, since it is part of the endpoint; a no-op on servers other than Kestrel.
+    /// </summary>
+    /// <typeparam name="TBuilder">The endpoint convention builder, for example <c>StaticAssetsEndpointConventionBuilder</c>.</typeparam>
+    /// <param name="builder">The endpoints.</param>
+    /// <returns>The same builder.</returns>
+    public static TBuilder WithFastFiles<TBuilder>(this TBuilder builder)
+        where TBuilder : IEndpointConventionBuilder
+    {
+        ArgumentNullException.ThrowIfNull(builder);
+        builder.Add(endpoint =>
+        {
+            if (endpoint.RequestDelegate is not { } inner || endpoint.Metadata.OfType<FastFilesEndpointMetadata>().Any())
+            {
+                return;
+            }
+
+            IServiceProvider services = endpoint.ApplicationServices;
+            FastFilesOptions options = services.GetService<IOptions<FastFilesOptions>>()?.Value ?? new FastFilesOptions();
+            ILoggerFactory loggerFactory = services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance;
+            endpoint.RequestDelegate = new FastSendFileMiddleware(inner, Options.Create(options), loggerFactory).Invoke;
+            endpoint.Metadata.Add(FastFilesEndpointMetadata.Instance);
+        });
+        return builder;
+    }
+}
