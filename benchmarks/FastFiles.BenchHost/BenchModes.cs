@@ -143,7 +143,27 @@ internal static class BenchModes
             "UseFastFiles with the file cache off",
             services => services.AddFastFiles(o => o.EnableFileCache = false),
             (app, root) => app.UseFastFiles(FastOptions(root))),
+
+        // MapStaticAssets (how .NET 9/10 templates serve wwwroot) over a publish-form manifest written at start-up for
+        // the served folder, plain and with FastFiles' send path under its endpoints.
+        ["staticassets"] = new(
+            "MapStaticAssets",
+            _ => { },
+            (app, root) => app.MapStaticAssets(StaticAssetsManifest(root))),
+
+        ["staticassets-fast"] = new(
+            "MapStaticAssets().WithFastFiles()",
+            services => services.AddFastFiles(),
+            (app, root) => app.MapStaticAssets(StaticAssetsManifest(root)).WithFastFiles()),
     };
+
+    // No gzip variants: the harness' files are random bytes, and h2load asks for gzip.
+    private static string StaticAssetsManifest(string root)
+    {
+        string path = Path.Combine(Path.GetTempPath(), $"fastfiles-bench-{Environment.ProcessId}.staticwebassets.endpoints.json");
+        FastFiles.Testing.StaticWebAssetsManifest.Write(root, path, compress: false);
+        return path;
+    }
 
     // Bodies are read once at start-up, so the endpoint measures Kestrel alone; unknown paths are 404.
     private static RequestDelegate InMemoryBody(string root)

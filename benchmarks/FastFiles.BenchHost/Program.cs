@@ -20,6 +20,8 @@ var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions
     Args = [],
     EnvironmentName = Environments.Production,
     ContentRootPath = AppContext.BaseDirectory,
+    // MapStaticAssets serves from the web root.
+    WebRootPath = options.Root,
 });
 
 // Logging is part of what a production server pays, but a console logger would make the measurement about the

@@ -20,8 +20,11 @@ public static class StaticWebAssetsManifest
     /// <summary>One file's routes: the identity route and the fingerprinted one.</summary>
     public sealed record Asset(string Route, string FingerprintedRoute);
 
-    /// <summary>Compresses every file under <paramref name="webRoot"/> and writes the manifest to <paramref name="manifestPath"/>.</summary>
-    public static IReadOnlyList<Asset> Write(string webRoot, string manifestPath)
+    /// <summary>
+    /// Writes the manifest for every file under <paramref name="webRoot"/> to <paramref name="manifestPath"/>; with
+    /// <paramref name="compress"/>, first writes each file's gzip variant beside it.
+    /// </summary>
+    public static IReadOnlyList<Asset> Write(string webRoot, string manifestPath, bool compress = true)
     {
         var assets = new List<Asset>();
         var endpoints = new List<object>();
@@ -39,19 +42,11 @@ public static class StaticWebAssetsManifest
             string extension = Path.GetExtension(relative);
             string fingerprinted = relative[..^extension.Length] + "." + fingerprint + extension;
 
-            string gzipPath = file + ".gz";
-            using (FileStream output = File.Create(gzipPath))
-            using (var gzip = new GZipStream(output, CompressionLevel.SmallestSize))
-            {
-                gzip.Write(content);
-            }
-
-            File.SetLastWriteTimeUtc(gzipPath, File.GetLastWriteTimeUtc(file));
-            byte[] compressed = File.ReadAllBytes(gzipPath);
             string etag = "\"" + Convert.ToBase64String(hash) + "\"";
-            string gzipEtag = "\"" + Convert.ToBase64String(SHA256.HashData(compressed)) + "\"";
             string integrity = "sha256-" + Convert.ToBase64String(hash);
             string lastModified = File.GetLastWriteTimeUtc(file).ToString("R", System.Globalization.CultureInfo.InvariantCulture);
+            byte[] compressed = compress ? Compress(file, content) : [];
+            string gzipEtag = "\"" + Convert.ToBase64String(SHA256.HashData(compressed)) + "\"";
             string quality = (1.0 / (compressed.Length + 1)).ToString("0.############", System.Globalization.CultureInfo.InvariantCulture);
 
             foreach ((string route, bool immutable) in new[] { (fingerprinted, true), (relative, false) })
@@ -64,23 +59,27 @@ public static class StaticWebAssetsManifest
                     properties.Add(Property("label", relative));
                 }
 
-                endpoints.Add(new
+                if (compress)
                 {
-                    Route = route,
-                    AssetFile = relative + ".gz",
-                    Selectors = new[] { new { Name = "Content-Encoding", Value = "gzip", Quality = quality } },
-                    ResponseHeaders = new[]
+                    endpoints.Add(new
                     {
-                        Property("Cache-Control", cacheControl),
-                        Property("Content-Encoding", "gzip"),
-                        Property("Content-Length", compressed.Length.ToString(System.Globalization.CultureInfo.InvariantCulture)),
-                        Property("Content-Type", contentType),
-                        Property("ETag", gzipEtag),
-                        Property("Last-Modified", lastModified),
-                        Property("Vary", "Accept-Encoding"),
-                    },
-                    EndpointProperties = properties.Append(Property("original-resource", etag)).ToArray(),
-                });
+                        Route = route,
+                        AssetFile = relative + ".gz",
+                        Selectors = new[] { new { Name = "Content-Encoding", Value = "gzip", Quality = quality } },
+                        ResponseHeaders = new[]
+                        {
+                            Property("Cache-Control", cacheControl),
+                            Property("Content-Encoding", "gzip"),
+                            Property("Content-Length", compressed.Length.ToString(System.Globalization.CultureInfo.InvariantCulture)),
+                            Property("Content-Type", contentType),
+                            Property("ETag", gzipEtag),
+                            Property("Last-Modified", lastModified),
+                            Property("Vary", "Accept-Encoding"),
+                        },
+                        EndpointProperties = properties.Append(Property("original-resource", etag)).ToArray(),
+                    });
+                }
+
                 endpoints.Add(new
                 {
                     Route = route,
@@ -104,6 +103,19 @@ public static class StaticWebAssetsManifest
 
         File.WriteAllText(manifestPath, JsonSerializer.Serialize(new { Version = 1, ManifestType = "Publish", Endpoints = endpoints }));
         return assets;
+    }
+
+    private static byte[] Compress(string file, byte[] content)
+    {
+        string gzipPath = file + ".gz";
+        using (FileStream output = File.Create(gzipPath))
+        using (var gzip = new GZipStream(output, CompressionLevel.SmallestSize))
+        {
+            gzip.Write(content);
+        }
+
+        File.SetLastWriteTimeUtc(gzipPath, File.GetLastWriteTimeUtc(file));
+        return File.ReadAllBytes(gzipPath);
     }
 
     private static object Property(string name, string value) => new { Name = name, Value = value };
