@@ -61,6 +61,7 @@ if (mode.InlineScheduling)
     builder.WebHost.UseSockets(sockets => sockets.UnsafePreferInlineScheduling = true);
 }
 
+mode.Host?.Invoke(builder.WebHost);
 mode.ConfigureServices(builder.Services);
 WebApplication app = builder.Build();
 
