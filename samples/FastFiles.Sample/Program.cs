@@ -70,16 +70,9 @@ var app = builder.Build();
 app.UseFastSendFile();
 app.UseFastFiles();
 
-// A file result with ranges, conditionals and a download name. The route value is a path under the root;
-// anything resolving outside it is a 404.
-string rootPrefix = Path.TrimEndingDirectorySeparator(root) + Path.DirectorySeparatorChar;
-app.MapGet("/download/{**path}", (string path) =>
-{
-    string full = Path.GetFullPath(Path.Combine(rootPrefix, path));
-    return full.StartsWith(rootPrefix, StringComparison.Ordinal)
-        ? FastResults.PhysicalFile(full, fileDownloadName: Path.GetFileName(full))
-        : Results.NotFound();
-});
+// A file result with ranges, conditionals and a download name. The route value is resolved under the root as
+// UseFastFiles resolves request paths: dot segments, dotfiles and symbolic links out of the root are a 404.
+app.MapGet("/download/{**path}", (string path) => FastResults.File(root, path, fileDownloadName: Path.GetFileName(path)));
 
 await app.StartAsync();
 var addresses = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()?.Addresses ?? [];

@@ -4,6 +4,7 @@ using FastFiles.IO;
 using System.Buffers;
 using System.IO.Pipelines;
 using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Server.Kestrel.Core.Features;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Primitives;
 using Microsoft.Net.Http.Headers;
@@ -124,6 +125,14 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         CancellationToken aborted = context.RequestAborted;
         try
         {
+            if (file.Content is null)
+            {
+                // File bodies reach Kestrel through Advance + flush, which its HTTP/1.1 rate check does not count: size
+                // the check's grace for one copy batch. (A cached body is written once and flushed by Kestrel after the
+                // response ends, outside the check.)
+                ResponseDataRate.AllowUncountedFlushes(context.Features.Get<IHttpMinResponseDataRateFeature>(), Math.Min(count, FileBodyWriter.FlushThreshold));
+            }
+
             // Start first: the headers and the first body bytes then leave in one write.
             await response.StartAsync(aborted);
             if (file.Content is not null)
