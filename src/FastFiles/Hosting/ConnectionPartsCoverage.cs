@@ -1,5 +1,6 @@
 using System.Runtime.CompilerServices;
 using FastFiles.Diagnostics;
+using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.AspNetCore.Http;
@@ -48,8 +49,8 @@ internal static class ConnectionPartsCoverage
         }
     }
 
-    /// <summary>The endpoint was asked for the parts, and the reason they do not apply.</summary>
-    public static void NotCovered(ListenOptions listen, string reason)
+    /// <summary>The endpoint was asked for the parts, and the reason they do not apply (<see langword="null"/>: already logged).</summary>
+    public static void NotCovered(ListenOptions listen, string? reason)
     {
         if (listen.KestrelServerOptions is { } server)
         {
@@ -62,10 +63,11 @@ internal static class ConnectionPartsCoverage
     }
 
     /// <summary>
-    /// Gives HTTPS endpoints bound from URLs the parts (through <paramref name="applyParts"/>, after TLS), and registers
-    /// the startup check that names the HTTPS endpoints left without them. Once per server.
+    /// Gives endpoints bound from URLs FastFiles' parts through <paramref name="applyParts"/> (with <see langword="true"/>
+    /// for HTTPS, after TLS has been added), and registers the startup check that names the HTTPS endpoints left
+    /// without them. Once per server.
     /// </summary>
-    public static void Register(KestrelServerOptions options, string parts, Action<ListenOptions> applyParts)
+    public static void Register(KestrelServerOptions options, string parts, Action<ListenOptions, bool> applyParts)
     {
         State state = StateOf(options);
         lock (state)
@@ -80,25 +82,31 @@ internal static class ConnectionPartsCoverage
         }
 
         IServiceProvider services = options.ApplicationServices;
-        HashSet<int> httpsPorts = HttpsUrlPorts(services.GetService<IConfiguration>());
-        if (httpsPorts.Count > 0)
+        (HashSet<int> httpPorts, HashSet<int> httpsPorts) = UrlPorts(services.GetService<IConfiguration>());
+        if (httpPorts.Count + httpsPorts.Count > 0)
         {
             options.ConfigureEndpointDefaults(listen =>
             {
                 if (!state.Configured
                     || listen.IPEndPoint is not { } endpoint
-                    || !httpsPorts.Contains(endpoint.Port)
                     || options.ConfigurationLoader?.Configuration.GetSection("Endpoints").GetChildren().Any() == true)
                 {
-                    // A code endpoint (its own UseHttps follows), an endpoint from Kestrel:Endpoints (FastFiles' loader
-                    // callback applies the parts), or a plaintext URL.
+                    // A code endpoint (its own UseHttps may follow), or an endpoint from Kestrel:Endpoints (FastFiles'
+                    // loader callback applies the parts there).
                     return;
                 }
 
-                listen.UseHttps();
-                applyParts(listen);
-                Covered(listen);
-                Log.UrlEndpointConnections(CreateLogger(services), parts, listen.ToString());
+                if (httpsPorts.Contains(endpoint.Port))
+                {
+                    listen.UseHttps();
+                    applyParts(listen, true);
+                    Covered(listen);
+                    Log.UrlEndpointConnections(CreateLogger(services), parts, NameOf(listen));
+                }
+                else if (httpPorts.Contains(endpoint.Port))
+                {
+                    applyParts(listen, false);
+                }
             });
         }
 
@@ -114,12 +122,17 @@ internal static class ConnectionPartsCoverage
             return;
         }
 
+        if (state.Parts.Length == 0)
+        {
+            return;
+        }
+
         string[] covered;
-        (string Endpoint, string Reason)[] reasons;
+        (string Endpoint, string? Reason)[] reasons;
         lock (state)
         {
-            covered = state.Covered.Select(l => l.ToString()).ToArray();
-            reasons = state.Reasons.Select(r => (r.Listen.ToString(), r.Reason)).ToArray();
+            covered = state.Covered.Select(NameOf).ToArray();
+            reasons = state.Reasons.Select(r => (NameOf(r.Listen), r.Reason)).ToArray();
         }
 
         ILogger logger = CreateLogger(services);
@@ -130,7 +143,13 @@ internal static class ConnectionPartsCoverage
                 continue;
             }
 
-            string reason = reasons.FirstOrDefault(r => string.Equals(r.Endpoint, address, StringComparison.OrdinalIgnoreCase)).Reason
+            (string Endpoint, string? Reason) known = reasons.FirstOrDefault(r => string.Equals(r.Endpoint, address, StringComparison.OrdinalIgnoreCase));
+            if (known.Endpoint is not null && known.Reason is null)
+            {
+                continue;
+            }
+
+            string reason = known.Reason
                 ?? (state.Configured
                     ? "it was bound in a way FastFiles cannot reach (a URL added in code with app.Urls or app.Run(url), or a code endpoint without .UseFastFilesConnections() after UseHttps()). Declare it under Kestrel:Endpoints, in --urls/ASPNETCORE_URLS, or as listenOptions.UseHttps(...).UseFastFilesConnections()."
                     : "endpoints bound from URLs (--urls, ASPNETCORE_URLS, launchSettings.json) get the parts only when the app calls builder.Services.AddFastFiles(). Add it, or declare the endpoint under Kestrel:Endpoints.");
@@ -138,25 +157,23 @@ internal static class ConnectionPartsCoverage
         }
     }
 
-    // The HTTPS ports of the URLs Kestrel will bind when no endpoint is configured otherwise: "urls" (--urls,
-    // ASPNETCORE_URLS, launchSettings.json) and "https_ports" (ASPNETCORE_HTTPS_PORTS).
-    private static HashSet<int> HttpsUrlPorts(IConfiguration? configuration)
+    // The ports of the URLs Kestrel binds when no endpoint is configured otherwise: "urls" (--urls, ASPNETCORE_URLS,
+    // launchSettings.json), "http_ports" and "https_ports" (ASPNETCORE_HTTP_PORTS, ASPNETCORE_HTTPS_PORTS).
+    private static (HashSet<int> Http, HashSet<int> Https) UrlPorts(IConfiguration? configuration)
     {
-        var ports = new HashSet<int>();
+        var http = new HashSet<int>();
+        var https = new HashSet<int>();
         if (configuration is null)
         {
-            return ports;
+            return (http, https);
         }
 
-        foreach (string url in (configuration["urls"] ?? string.Empty).Split(';', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries))
+        foreach (string url in Split(configuration["urls"]))
         {
             try
             {
                 BindingAddress address = BindingAddress.Parse(url);
-                if (string.Equals(address.Scheme, "https", StringComparison.OrdinalIgnoreCase))
-                {
-                    ports.Add(address.Port);
-                }
+                (string.Equals(address.Scheme, "https", StringComparison.OrdinalIgnoreCase) ? https : http).Add(address.Port);
             }
             catch (FormatException)
             {
@@ -164,16 +181,24 @@ internal static class ConnectionPartsCoverage
             }
         }
 
-        foreach (string port in (configuration["https_ports"] ?? string.Empty).Split(';', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries))
+        foreach ((string key, HashSet<int> ports) in new[] { ("http_ports", http), ("https_ports", https) })
         {
-            if (int.TryParse(port, System.Globalization.CultureInfo.InvariantCulture, out int value))
+            foreach (string port in Split(configuration[key]))
             {
-                ports.Add(value);
+                if (int.TryParse(port, System.Globalization.CultureInfo.InvariantCulture, out int value))
+                {
+                    ports.Add(value);
+                }
             }
         }
 
-        return ports;
+        return (http, https);
     }
+
+    private static string[] Split(string? list) => (list ?? string.Empty).Split(';', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries);
+
+    /// <summary>The endpoint as Kestrel names it in its addresses (<c>https://127.0.0.1:5443</c>).</summary>
+    public static string NameOf(ListenOptions listen) => listen.ToString() ?? string.Empty;
 
     private static State StateOf(KestrelServerOptions options) => States.GetValue(options, static _ => new State());
 
@@ -190,6 +215,6 @@ internal static class ConnectionPartsCoverage
 
         public List<ListenOptions> Covered { get; } = [];
 
-        public List<(ListenOptions Listen, string Reason)> Reasons { get; } = [];
+        public List<(ListenOptions Listen, string? Reason)> Reasons { get; } = [];
     }
 }

@@ -1,3 +1,4 @@
+using FastFiles.StaticFiles;
 using System.Runtime.CompilerServices;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Configuration;

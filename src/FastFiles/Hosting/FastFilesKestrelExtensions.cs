@@ -1,5 +1,6 @@
 using System.Runtime.CompilerServices;
 using FastFiles.Connections;
+using FastFiles.Hosting;
 using Microsoft.AspNetCore.Connections;
 using Microsoft.AspNetCore.Server.Kestrel;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
@@ -46,10 +47,40 @@ public static class FastFilesKestrelExtensions
     {
         ArgumentNullException.ThrowIfNull(options);
         var fastFiles = new FastFilesKestrelOptions();
+        // Configuration first, then code, as for FastFiles' other options.
+        options.ApplicationServices?.GetService<IConfiguration>()?.GetSection(FastFilesConfiguration.KestrelSectionName).Bind(fastFiles);
         configure?.Invoke(fastFiles);
         Registered.AddOrUpdate(options, fastFiles);
 
         Http2TlsOutputStageOptions stage = fastFiles.Http2TlsOutputStage;
+        bool stageOn = fastFiles.EnableHttp2TlsOutputStage && stage.Mode != Http2TlsOutputStageMode.Disabled;
+        string parts = string.Join(" and ", new[] { fastFiles.EnableTlsRecordCoalescing ? "TLS record coalescing" : null, stageOn ? "the HTTP/2 TLS output stage" : null }.OfType<string>());
+        if (options.ApplicationServices is not null)
+        {
+            ConnectionPartsCoverage.Register(options, parts, (listen, https) =>
+            {
+                if (!https && fastFiles.EnableZeroCopySendFile)
+                {
+                    listen.UseZeroCopySendFile();
+                }
+
+                if (fastFiles.EnableRequestHeaderCache)
+                {
+                    listen.UseFastFilesHeaderCache();
+                }
+
+                if (https && fastFiles.EnableTlsRecordCoalescing)
+                {
+                    listen.UseTlsRecordCoalescing();
+                }
+
+                if (https && stageOn)
+                {
+                    listen.UseHttp2TlsOutputStage(stage);
+                }
+            });
+        }
+
         if (options.ConfigurationLoader is not { } loader)
         {
             return options;
@@ -94,6 +125,7 @@ public static class FastFilesKestrelExtensions
     public static ListenOptions UseFastFiles(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
+        TrackTlsSide(listenOptions);
         // Resolved when the endpoint is built, so KestrelServerOptions.UseFastFiles may run before or after this call.
         listenOptions.Use(next =>
         {
@@ -132,6 +164,7 @@ public static class FastFilesKestrelExtensions
     public static ListenOptions UseHttp2TlsOutputStage(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
+        TrackTlsSide(listenOptions);
         // Resolved when the endpoint is built, so UseFastFiles may run before or after this call.
         listenOptions.Use(next =>
         {
@@ -186,6 +219,7 @@ public static class FastFilesKestrelExtensions
     public static ListenOptions UseTlsRecordCoalescing(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
+        TrackTlsSide(listenOptions);
         listenOptions.Use(next => new TlsRecordCoalescingMiddleware(next, FastFiles.Caching.FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync);
         return listenOptions;
     }
@@ -215,6 +249,7 @@ public static class FastFilesKestrelExtensions
         {
             // Kestrel's SNI selector is internal; taking TLS over here would silently drop the per-host certificates.
             // A warning when the stage was asked for; record coalescing is on by default and its absence is not news.
+            ConnectionPartsCoverage.NotCovered(endpoint.ListenOptions, reason: null);
             if (stage is not null)
             {
                 Log.SniEndpointSkipped(logger, name);
@@ -251,9 +286,36 @@ public static class FastFilesKestrelExtensions
         }
 
         // Built when the endpoint binds, after all configuration: limits and logging are final by then.
+        TrackTlsSide(listenOptions);
         listenOptions.Use(next => CreateStage(next, stage, listenOptions));
         return listenOptions;
     }
+
+    // TLS-side parts see plaintext only when added after UseHttps; one added before it would see ciphertext and pass
+    // every connection through, which the startup check then names.
+    private static void TrackTlsSide(ListenOptions listenOptions)
+    {
+        if (IsTls(listenOptions))
+        {
+            ConnectionPartsCoverage.Covered(listenOptions);
+            return;
+        }
+
+        listenOptions.Use(next =>
+        {
+            if (IsTls(listenOptions))
+            {
+                ConnectionPartsCoverage.NotCovered(
+                    listenOptions,
+                    "FastFiles' connection parts were added before UseHttps(), so they would see encrypted bytes. Call listenOptions.UseHttps(...) first, then .UseFastFilesConnections().");
+            }
+
+            return next;
+        });
+    }
+
+    // ListenOptions shows its scheme ("https://...") once UseHttps has run; Kestrel keeps the flag itself internal.
+    private static bool IsTls(ListenOptions listenOptions) => ConnectionPartsCoverage.NameOf(listenOptions).StartsWith("https://", StringComparison.OrdinalIgnoreCase);
 
     private static ConnectionDelegate CreateStage(ConnectionDelegate next, Http2TlsOutputStageOptions stage, ListenOptions listenOptions)
     {

@@ -1,4 +1,4 @@
-namespace FastFiles.SendFile;
+namespace FastFiles.Hosting;
 
 /// <summary>Marks an endpoint whose files FastFiles sends (added by <c>WithFastFiles</c>).</summary>
 internal sealed class FastFilesEndpointMetadata

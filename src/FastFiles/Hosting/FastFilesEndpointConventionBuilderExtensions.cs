@@ -1,4 +1,5 @@
 using FastFiles;
+using FastFiles.Hosting;
 using FastFiles.SendFile;
 using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.DependencyInjection;
@@ -32,12 +33,15 @@ public static class FastFilesEndpointConventionBuilderExtensions
                 return;
             }
 
-            IServiceProvider services = endpoint.ApplicationServices;
-            FastFilesOptions options = services.GetService<IOptions<FastFilesOptions>>()?.Value ?? new FastFilesOptions();
-            ILoggerFactory loggerFactory = services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance;
-            endpoint.RequestDelegate = new FastSendFileMiddleware(inner, Options.Create(options), loggerFactory).Invoke;
+            // Built on the first request: endpoints of some data sources (MapStaticAssets') have no application
+            // services at convention time.
+            FastSendFileMiddleware? middleware = null;
+            endpoint.RequestDelegate = context => (middleware ??= Create(inner, context.RequestServices)).Invoke(context);
             endpoint.Metadata.Add(FastFilesEndpointMetadata.Instance);
         });
         return builder;
     }
+
+    private static FastSendFileMiddleware Create(RequestDelegate inner, IServiceProvider services)
+        => new(inner, Options.Create(FastFilesConfiguration.FastFilesOptions(services)), services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance);
 }
