@@ -47,7 +47,11 @@ public sealed class FingerprintPatternTests
     [InlineData("/chunk-5SXYQ7G3.js")]
     [InlineData("/main-2KQXW7ZR.js")]
     [InlineData("/polyfills-FFHMD2TL.js")]
-    public void Recognizes(string path) => Assert.Matches(Pattern, path);
+    public void Recognizes(string path)
+    {
+        Assert.Matches(Pattern, path);
+        Assert.True(FingerprintMatcher.Create(FastStaticFileOptions.DefaultFingerprintPattern)!.IsMatch(path));
+    }
 
     [Theory]
     // dates and other all-digit runs
@@ -86,5 +90,9 @@ public sealed class FingerprintPatternTests
     [InlineData("/docs/rfc9110.txt")]
     // a hash-like directory does not make the file immutable
     [InlineData("/3f2a9c1b4d5e6f70/site.css")]
-    public void DoesNotRecognize(string path) => Assert.DoesNotMatch(Pattern, path);
+    public void DoesNotRecognize(string path)
+    {
+        Assert.DoesNotMatch(Pattern, path);
+        Assert.False(FingerprintMatcher.Create(FastStaticFileOptions.DefaultFingerprintPattern)!.IsMatch(path));
+    }
 }
