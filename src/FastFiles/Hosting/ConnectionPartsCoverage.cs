@@ -21,11 +21,11 @@ namespace FastFiles.Hosting;
 /// Kestrel binds a URL endpoint (<c>--urls</c>, <c>ASPNETCORE_URLS</c>, <c>https_ports</c>, <c>applicationUrl</c> in
 /// launchSettings.json) by running <c>ConfigureEndpointDefaults</c> and then adding TLS itself, unless the endpoint
 /// already has TLS (aspnetcore's AddressBinder, <c>AddressesStrategy</c>); connection middleware added in the
-/// defaults callback would see ciphertext. So for an endpoint whose port an HTTPS URL in configuration names, the
-/// callback adds TLS first, exactly as Kestrel would (<c>UseHttps()</c>: the HTTPS defaults and the default
-/// certificate), and the parts after it. Code endpoints also run that callback, while Kestrel is being configured,
-/// before their own <c>UseHttps</c>; the callback therefore acts only once <c>AddFastFiles</c>' post-configuration
-/// has marked Kestrel's options complete.
+/// defaults callback would see ciphertext. So for an endpoint that an HTTPS address names, the callback adds TLS
+/// first, exactly as Kestrel would (<c>UseHttps()</c>: the HTTPS defaults and the default certificate), and the parts
+/// after it. The addresses are the ones the host handed Kestrel, taken by <c>AddFastFiles</c>' startup filter; code
+/// endpoints run the same callback earlier, while Kestrel is configured and no address is known yet, and are left to
+/// their own <c>UseHttps</c>.
 /// </remarks>
 internal static class ConnectionPartsCoverage
 {
@@ -33,8 +33,33 @@ internal static class ConnectionPartsCoverage
 
     private static readonly ConditionalWeakTable<KestrelServerOptions, State> States = [];
 
-    /// <summary>Called after every <c>ConfigureKestrel</c> callback (by <c>AddFastFiles</c>).</summary>
-    public static void MarkConfigured(KestrelServerOptions options) => StateOf(options).Configured = true;
+    /// <summary>
+    /// The addresses Kestrel is about to bind, in order (<c>AddFastFiles</c>' startup filter takes them while the
+    /// pipeline is built, after the host has put the configured URLs, <c>app.Urls</c> or <c>app.Run(url)</c> there
+    /// and before Kestrel starts binding and clears them).
+    /// </summary>
+    public static void SetAddresses(KestrelServerOptions options, string[] addresses)
+    {
+        var parsed = new List<(bool Https, int Port)>();
+        foreach (string address in addresses)
+        {
+            try
+            {
+                BindingAddress binding = BindingAddress.Parse(address);
+                parsed.Add((string.Equals(binding.Scheme, "https", StringComparison.OrdinalIgnoreCase), binding.Port));
+            }
+            catch (FormatException)
+            {
+                // Kestrel reports a malformed URL itself when it binds.
+            }
+        }
+
+        State state = StateOf(options);
+        lock (state)
+        {
+            state.Addresses = parsed;
+        }
+    }
 
     /// <summary>The endpoint has the parts on the plaintext side of its TLS.</summary>
     public static void Covered(ListenOptions listen)
@@ -82,33 +107,29 @@ internal static class ConnectionPartsCoverage
         }
 
         IServiceProvider services = options.ApplicationServices;
-        (HashSet<int> httpPorts, HashSet<int> httpsPorts) = UrlPorts(services.GetService<IConfiguration>());
-        if (httpPorts.Count + httpsPorts.Count > 0)
+        options.ConfigureEndpointDefaults(listen =>
         {
-            options.ConfigureEndpointDefaults(listen =>
+            // Code endpoints run this callback while Kestrel is configured, before the addresses are known (their own
+            // UseHttps may follow); endpoints from Kestrel:Endpoints get the parts from FastFiles' loader callback.
+            if (listen.IPEndPoint is not { } endpoint
+                || options.ConfigurationLoader?.Configuration.GetSection("Endpoints").GetChildren().Any() == true
+                || TakeAddress(state, endpoint.Port) is not { } https)
             {
-                if (!state.Configured
-                    || listen.IPEndPoint is not { } endpoint
-                    || options.ConfigurationLoader?.Configuration.GetSection("Endpoints").GetChildren().Any() == true)
-                {
-                    // A code endpoint (its own UseHttps may follow), or an endpoint from Kestrel:Endpoints (FastFiles'
-                    // loader callback applies the parts there).
-                    return;
-                }
+                return;
+            }
 
-                if (httpsPorts.Contains(endpoint.Port))
-                {
-                    listen.UseHttps();
-                    applyParts(listen, true);
-                    Covered(listen);
-                    Log.UrlEndpointConnections(CreateLogger(services), parts, NameOf(listen));
-                }
-                else if (httpPorts.Contains(endpoint.Port))
-                {
-                    applyParts(listen, false);
-                }
-            });
-        }
+            if (https)
+            {
+                listen.UseHttps();
+                applyParts(listen, true);
+                Covered(listen);
+                Log.UrlEndpointConnections(CreateLogger(services), parts, NameOf(listen));
+            }
+            else
+            {
+                applyParts(listen, false);
+            }
+        });
 
         services.GetService<IHostApplicationLifetime>()?.ApplicationStarted.Register(() => Check(services, state));
     }
@@ -150,52 +171,30 @@ internal static class ConnectionPartsCoverage
             }
 
             string reason = known.Reason
-                ?? (state.Configured
+                ?? (state.AddressesSeen
                     ? "it was bound in a way FastFiles cannot reach (a URL added in code with app.Urls or app.Run(url), or a code endpoint without .UseFastFilesConnections() after UseHttps()). Declare it under Kestrel:Endpoints, in --urls/ASPNETCORE_URLS, or as listenOptions.UseHttps(...).UseFastFilesConnections()."
                     : "endpoints bound from URLs (--urls, ASPNETCORE_URLS, launchSettings.json) get the parts only when the app calls builder.Services.AddFastFiles(). Add it, or declare the endpoint under Kestrel:Endpoints.");
             Log.TlsPartsNotApplied(logger, state.Parts, address, reason);
         }
     }
 
-    // The ports of the URLs Kestrel binds when no endpoint is configured otherwise: "urls" (--urls, ASPNETCORE_URLS,
-    // launchSettings.json), "http_ports" and "https_ports" (ASPNETCORE_HTTP_PORTS, ASPNETCORE_HTTPS_PORTS).
-    private static (HashSet<int> Http, HashSet<int> Https) UrlPorts(IConfiguration? configuration)
+    // Kestrel binds URL addresses in order, one endpoint-defaults call each: the next address with this port is this
+    // endpoint's (two ":0" addresses stay in order).
+    private static bool? TakeAddress(State state, int port)
     {
-        var http = new HashSet<int>();
-        var https = new HashSet<int>();
-        if (configuration is null)
+        lock (state)
         {
-            return (http, https);
-        }
-
-        foreach (string url in Split(configuration["urls"]))
-        {
-            try
+            int index = state.Addresses?.FindIndex(a => a.Port == port) ?? -1;
+            if (index < 0)
             {
-                BindingAddress address = BindingAddress.Parse(url);
-                (string.Equals(address.Scheme, "https", StringComparison.OrdinalIgnoreCase) ? https : http).Add(address.Port);
+                return null;
             }
-            catch (FormatException)
-            {
-                // Kestrel reports a malformed URL itself when it binds.
-            }
-        }
 
-        foreach ((string key, HashSet<int> ports) in new[] { ("http_ports", http), ("https_ports", https) })
-        {
-            foreach (string port in Split(configuration[key]))
-            {
-                if (int.TryParse(port, System.Globalization.CultureInfo.InvariantCulture, out int value))
-                {
-                    ports.Add(value);
-                }
-            }
+            bool https = state.Addresses![index].Https;
+            state.Addresses.RemoveAt(index);
+            return https;
         }
-
-        return (http, https);
     }
-
-    private static string[] Split(string? list) => (list ?? string.Empty).Split(';', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries);
 
     /// <summary>The endpoint as Kestrel names it in its addresses (<c>https://127.0.0.1:5443</c>).</summary>
     public static string NameOf(ListenOptions listen) => listen.ToString() ?? string.Empty;
@@ -207,7 +206,9 @@ internal static class ConnectionPartsCoverage
 
     private sealed class State
     {
-        public volatile bool Configured;
+        public List<(bool Https, int Port)>? Addresses;
+
+        public bool AddressesSeen => Addresses is not null;
 
         public bool Registered;
 

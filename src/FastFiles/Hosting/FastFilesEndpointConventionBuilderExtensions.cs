@@ -2,6 +2,7 @@ using FastFiles;
 using FastFiles.Hosting;
 using FastFiles.SendFile;
 using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.StaticAssets;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -16,8 +17,10 @@ public static class FastFilesEndpointConventionBuilderExtensions
     /// Sends the files of these endpoints through FastFiles: <c>app.MapStaticAssets().WithFastFiles();</c>. Each
     /// endpoint runs with FastFiles' <c>SendFileAsync</c> (the same one <c>UseFastSendFile</c> installs), so the
     /// endpoint keeps its own semantics (for <c>MapStaticAssets</c>: its manifest, fingerprinted routes, ETags,
-    /// integrity, precompressed variants and headers) while the file bytes go through FastFiles' pipe copy. Works
-    /// in any middleware order, since it is part of the endpoint; a no-op on servers other than Kestrel.
+    /// integrity, precompressed variants and headers) while the file bytes go through FastFiles' pipe copy. For
+    /// <c>MapStaticAssets</c> endpoints, unconditional full GETs of assets up to <c>FastFilesOptions.MaxCachedFileSize</c>
+    /// are answered from memory with MapStaticAssets' own headers (not in Development, and not with
+    /// <c>EnableFileCache</c> off). Works in any middleware order, since it is part of the endpoint.
     /// </summary>
     /// <typeparam name="TBuilder">The endpoint convention builder, for example <c>StaticAssetsEndpointConventionBuilder</c>.</typeparam>
     /// <param name="builder">The endpoints.</param>
@@ -36,7 +39,10 @@ public static class FastFilesEndpointConventionBuilderExtensions
             // Built on the first request: endpoints of some data sources (MapStaticAssets') have no application
             // services at convention time.
             FastSendFileMiddleware? middleware = null;
-            endpoint.RequestDelegate = context => (middleware ??= Create(inner, context.RequestServices)).Invoke(context);
+            RequestDelegate send = context => (middleware ??= Create(inner, context.RequestServices)).Invoke(context);
+            endpoint.RequestDelegate = endpoint.Metadata.OfType<StaticAssetDescriptor>().FirstOrDefault() is { } asset
+                ? StaticAssetMemoryResponder.Wrap(send, asset)
+                : send;
             endpoint.Metadata.Add(FastFilesEndpointMetadata.Instance);
         });
         return builder;

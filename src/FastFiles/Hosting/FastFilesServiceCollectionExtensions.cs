@@ -3,7 +3,7 @@ using FastFiles;
 using FastFiles.Caching;
 using FastFiles.Hosting;
 using FastFiles.StaticFiles;
-using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 
@@ -65,7 +65,7 @@ public static class FastFilesServiceCollectionExtensions
     {
         services.TryAddSingleton(sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
         services.TryAddSingleton<FastFilesConfiguration.Registration>();
-        // After every ConfigureKestrel callback: from here on an endpoint-defaults callback is for a URL endpoint.
-        services.PostConfigure<KestrelServerOptions>(ConnectionPartsCoverage.MarkConfigured);
+        // Takes the addresses Kestrel will bind, so URL endpoints can get FastFiles' connection parts.
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IStartupFilter, ServerAddressesStartupFilter>());
     }
 }
