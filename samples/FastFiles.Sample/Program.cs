@@ -1,6 +1,4 @@
-using FastFiles.Results;
 using FastFiles.Sample;
-using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.Extensions.FileProviders;
@@ -54,7 +52,7 @@ builder.WebHost.ConfigureKestrel(kestrel =>
 {
     // FastFiles' connection-level parts on every endpoint, bound from URLs or from Kestrel:Endpoints: TLS record
     // coalescing on HTTPS ones, the zero-copy send path (sendfile) on plaintext ones, the request header cache on all.
-    kestrel.UseFastFiles(fastFiles => fastFiles.EnableZeroCopySendFile = true);
+    kestrel.UseFastFilesConnections(fastFiles => fastFiles.EnableZeroCopySendFile = true);
     kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = certificate);
 });
 

@@ -1,4 +1,3 @@
-using FastFiles.StaticFiles;
 using System.Runtime.CompilerServices;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Configuration;

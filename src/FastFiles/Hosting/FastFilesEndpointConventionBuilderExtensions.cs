@@ -1,4 +1,3 @@
-using FastFiles;
 using FastFiles.Hosting;
 using FastFiles.SendFile;
 using Microsoft.AspNetCore.Http;

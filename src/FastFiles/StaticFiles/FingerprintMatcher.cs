@@ -1,3 +1,4 @@
+using Microsoft.AspNetCore.Builder;
 using System.Text.RegularExpressions;
 
 namespace FastFiles.StaticFiles;

@@ -36,7 +36,7 @@ public sealed class StartupWarningTests
                 builder.WebHost.ConfigureKestrel(kestrel =>
                 {
                     kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
-                    kestrel.UseFastFiles();
+                    kestrel.UseFastFilesConnections();
                 });
             });
 
@@ -55,7 +55,7 @@ public sealed class StartupWarningTests
             builder => builder.WebHost.ConfigureKestrel(kestrel =>
             {
                 kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
-                kestrel.UseFastFiles();
+                kestrel.UseFastFilesConnections();
             }));
 
         Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
@@ -76,10 +76,10 @@ public sealed class StartupWarningTests
                 builder.Services.AddFastFiles();
                 builder.WebHost.ConfigureKestrel(kestrel =>
                 {
-                    kestrel.UseFastFiles();
+                    kestrel.UseFastFilesConnections();
                     kestrel.Listen(IPAddress.Loopback, 0, listen =>
                     {
-                        listen.UseFastFiles();
+                        listen.UseFastFilesConnections();
                         listen.UseHttps(TestCertificate.Instance);
                     });
                 });
@@ -100,8 +100,8 @@ public sealed class StartupWarningTests
                 builder.Services.AddFastFiles();
                 builder.WebHost.ConfigureKestrel(kestrel =>
                 {
-                    kestrel.UseFastFiles();
-                    kestrel.Listen(IPAddress.Loopback, 0, listen => listen.UseHttps(TestCertificate.Instance).UseFastFiles());
+                    kestrel.UseFastFilesConnections();
+                    kestrel.Listen(IPAddress.Loopback, 0, listen => listen.UseHttps(TestCertificate.Instance).UseFastFilesConnections());
                 });
             });
 
@@ -121,7 +121,7 @@ public sealed class StartupWarningTests
                 builder.WebHost.ConfigureKestrel(kestrel =>
                 {
                     kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
-                    kestrel.UseFastFiles();
+                    kestrel.UseFastFilesConnections();
                 });
             });
 

@@ -1,5 +1,6 @@
 using System.Text.RegularExpressions;
 using FastFiles.StaticFiles;
+using Microsoft.AspNetCore.Builder;
 
 namespace FastFiles.Tests.StaticFiles;
 
