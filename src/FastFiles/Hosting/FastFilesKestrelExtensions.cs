@@ -34,6 +34,11 @@ public static class FastFilesKestrelExtensions
     /// <c>listenOptions.UseHttps(...).UseHttp2TlsOutputStage()</c>, which then uses the options given here.
     /// </summary>
     /// <remarks>
+    /// Endpoints bound from URLs (<c>--urls</c>, <c>ASPNETCORE_URLS</c>, <c>launchSettings.json</c>, <c>app.Urls</c>) get the
+    /// parts too when the app calls <c>AddFastFiles()</c>: a <c>ConfigureEndpointDefaults</c> callback adds TLS to an HTTPS
+    /// one first, as Kestrel would, then the parts (this takes Kestrel's single endpoint-defaults slot). Options are bound
+    /// from the <c>FastFiles:Kestrel</c> configuration section before <paramref name="configure"/> runs. Every HTTPS
+    /// endpoint the TLS-side parts do not reach is named in a startup warning.
     /// Kestrel keeps one callback per configured endpoint name, so an app that registers its own
     /// <c>ConfigurationLoader.Endpoint(name, ...)</c> after this call replaces FastFiles' callback for that name (and one
     /// registered before this call is replaced by FastFiles'); such a callback should end with
