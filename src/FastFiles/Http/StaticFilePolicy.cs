@@ -1,14 +1,12 @@
-using System.Text.RegularExpressions;
-using Microsoft.AspNetCore.StaticFiles;
-
 using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.StaticFiles;
 
 namespace FastFiles.Http;
 
 /// <summary>
-/// What the static file options (<c>FastStaticFileOptions</c>) decide for one file, independent of the request: whether it is served
-/// and with which content type, and its response settings (Cache-Control, immutable for fingerprinted names). Shared
-/// by <c>UseFastFiles</c> and the static lane, so both answer the same file the same way.
+/// What the static file options (<c>FastStaticFileOptions.CreatePolicy</c>) decide for one file, independent of the
+/// request: whether it is served and with which content type, and its response settings (Cache-Control, immutable
+/// for fingerprinted names). Shared by <c>UseFastFiles</c> and the static lane, so both answer a file the same way.
 /// </summary>
 internal sealed class StaticFilePolicy
 {
@@ -16,21 +14,19 @@ internal sealed class StaticFilePolicy
     private readonly bool _serveUnknownFileTypes;
     private readonly string? _defaultContentType;
     private readonly string? _cacheControl;
-    private readonly Regex? _fingerprint;
+    private readonly Func<string, bool>? _isFingerprinted;
     private readonly Action<FastFileResponseContext>? _onPrepareResponse;
 
     public StaticFilePolicy(
         IContentTypeProvider? contentTypes, bool serveUnknownFileTypes, string? defaultContentType, string? cacheControl,
-        string? fingerprintPattern, Action<FastFileResponseContext>? onPrepareResponse)
+        Func<string, bool>? isFingerprinted, Action<FastFileResponseContext>? onPrepareResponse)
     {
         _contentTypes = contentTypes ?? new FileExtensionContentTypeProvider();
         _serveUnknownFileTypes = serveUnknownFileTypes;
         _defaultContentType = defaultContentType;
         _cacheControl = cacheControl;
         _onPrepareResponse = onPrepareResponse;
-        _fingerprint = string.IsNullOrEmpty(fingerprintPattern)
-            ? null
-            : new Regex(fingerprintPattern, RegexOptions.CultureInvariant | RegexOptions.Compiled, TimeSpan.FromMilliseconds(100));
+        _isFingerprinted = isFingerprinted;
     }
 
     /// <summary>The content type for <paramref name="subpath"/>; false when unknown types are not served.</summary>
@@ -51,7 +47,7 @@ internal sealed class StaticFilePolicy
     public FileResponseSettings SettingsFor(string subpath, string? contentType) => new()
     {
         ContentType = contentType,
-        CacheControl = _fingerprint is not null && _fingerprint.IsMatch(subpath) ? ImmutableCacheControl : _cacheControl,
+        CacheControl = _isFingerprinted is not null && _isFingerprinted(subpath) ? ImmutableCacheControl : _cacheControl,
         EnableRangeProcessing = true,
         OnPrepareResponse = _onPrepareResponse,
         LogName = subpath,

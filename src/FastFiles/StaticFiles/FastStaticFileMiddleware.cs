@@ -1,5 +1,4 @@
 using System.Diagnostics.Metrics;
-using System.Text.RegularExpressions;
 using FastFiles.Caching;
 using FastFiles.Diagnostics;
 using FastFiles.Files;
