@@ -28,6 +28,7 @@ internal sealed class FileCache : IDisposable
     private readonly FileSystemWatcher? _watcher;
     private long _bytesHeld;
     private long _generation;
+    private int _openHandles;
 
     public FileCache(PhysicalFileSource source, string keyPrefix, FastFilesOptions options, FastFilesMetrics metrics, ILogger logger)
     {
@@ -44,6 +45,9 @@ internal sealed class FileCache : IDisposable
     public int Count => _entries.Count;
 
     public long BytesHeld => Interlocked.Read(ref _bytesHeld);
+
+    /// <summary>Descriptors of large files held open across requests (at most <see cref="FastFilesOptions.MaxOpenFiles"/>).</summary>
+    public int OpenHandles => Volatile.Read(ref _openHandles);
 
     /// <summary>Whether change notifications are flowing; without them freshness rests on revalidation alone.</summary>
     public bool IsWatching => _watcher is { EnableRaisingEvents: true };
@@ -142,13 +146,19 @@ internal sealed class FileCache : IDisposable
                 _bytesHeld -= entry.ContentBytes;
             }
         }
+
+        // Also when the entry was already replaced: its descriptors must not outlive what the cache knows.
+        RetireHandles(entry);
     }
 
     private FileVersion Snapshot(FileVersion opened, ref bool torn)
     {
         if (opened.Length > _options.MaxCachedFileSize || opened.Length > _options.FileCacheSizeLimit)
         {
-            return opened.ForCache(null);
+            // Bodies read from disk per request: keep this descriptor so those requests skip open and close.
+            return opened.Length > 0 && ReserveHandle()
+                ? opened.ForCache(null, new SharedFileHandle(opened.TakeHandle()!))
+                : opened.ForCache(null);
         }
 
         byte[] content = GC.AllocateUninitializedArray<byte>((int)opened.Length);
@@ -201,6 +211,7 @@ internal sealed class FileCache : IDisposable
             if (_entries.TryGetValue(entry.Key, out CachedFile? previous))
             {
                 _bytesHeld -= previous.ContentBytes;
+                RetireHandles(previous);
             }
 
             _entries[entry.Key] = entry;
@@ -230,6 +241,7 @@ internal sealed class FileCache : IDisposable
             if (_entries.TryRemove(new KeyValuePair<string, CachedFile>(victim.Key, victim)))
             {
                 _bytesHeld -= victim.ContentBytes;
+                RetireHandles(victim);
                 evicted++;
             }
         }
@@ -238,6 +250,56 @@ internal sealed class FileCache : IDisposable
         {
             _metrics.Evicted(evicted);
             Log.Evicted(_logger, evicted, _entries.Count, _bytesHeld);
+        }
+    }
+
+    // Takes a descriptor slot; at the limit, first closes the least recently used tenth of the held descriptors
+    // (their entries stay cached and open the file per request again), so hot files keep theirs.
+    private bool ReserveHandle()
+    {
+        int max = _options.MaxOpenFiles;
+        if (max <= 0)
+        {
+            return false;
+        }
+
+        if (Interlocked.Increment(ref _openHandles) <= max)
+        {
+            return true;
+        }
+
+        Interlocked.Decrement(ref _openHandles);
+        lock (_writeLock)
+        {
+            int target = max * 9 / 10;
+            CachedFile[] holders = _entries.Values.Where(e => e.HoldsHandles).ToArray();
+            Array.Sort(holders, static (a, b) => a.LastAccess.CompareTo(b.LastAccess));
+            foreach (CachedFile holder in holders)
+            {
+                if (Volatile.Read(ref _openHandles) <= target)
+                {
+                    break;
+                }
+
+                RetireHandles(holder);
+            }
+        }
+
+        if (Interlocked.Increment(ref _openHandles) <= max)
+        {
+            return true;
+        }
+
+        Interlocked.Decrement(ref _openHandles);
+        return false;
+    }
+
+    private void RetireHandles(CachedFile entry)
+    {
+        int retired = entry.RetireHandles();
+        if (retired > 0)
+        {
+            Interlocked.Add(ref _openHandles, -retired);
         }
     }
 
@@ -323,6 +385,11 @@ internal sealed class FileCache : IDisposable
         Interlocked.Increment(ref _generation);
         lock (_writeLock)
         {
+            foreach (CachedFile entry in _entries.Values)
+            {
+                RetireHandles(entry);
+            }
+
             _entries.Clear();
             _bytesHeld = 0;
         }

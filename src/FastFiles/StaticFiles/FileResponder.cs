@@ -40,29 +40,40 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         RequestHeaderCache? parsed = reuseStrings ? context.Features.Get<RequestHeaderCache>() : null;
         int status = Evaluate(request.Headers, file, isGet, isHead, settings.EnableRangeProcessing, parsed, out long start, out long count);
 
-        // A body from disk for a version without an open handle (a cached entry): open it now, before any header
-        // is set, and make sure it is still the version the headers will describe.
+        // A body from disk for a version without an open handle (a cached entry): lease the descriptor the cache keeps
+        // open, or open the file now, before any header is set, and make sure it is still the version the headers
+        // will describe (an in-place write keeps the descriptor but changes the stamp).
         Microsoft.Win32.SafeHandles.SafeFileHandle? opened = null;
+        SharedFileHandle? leased = null;
         if (!isHead && count > 0 && status is StatusCodes.Status200OK or StatusCodes.Status206PartialContent
             && file.Content is null && file.Handle is null && file.PhysicalPath is not null)
         {
-            try
+            if (file.SharedHandle?.TryAcquire() is { } shared)
             {
-                opened = FileVersion.OpenHandle(file.PhysicalPath);
+                opened = shared;
+                leased = file.SharedHandle;
             }
-            catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+            else
             {
-                return false;
+                try
+                {
+                    opened = FileVersion.OpenHandle(file.PhysicalPath);
+                }
+                catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+                {
+                    return false;
+                }
             }
 
             if (Caching.FileStamp.FromHandle(opened) != file.Stamp)
             {
-                opened.Dispose();
+                new HandleLease(opened, leased).Dispose();
                 return false;
             }
         }
 
-        using Microsoft.Win32.SafeHandles.SafeFileHandle? owned = opened;
+        using HandleLease lease = new(opened, leased);
+        Microsoft.Win32.SafeHandles.SafeFileHandle? owned = opened;
         response.StatusCode = status;
         IHeaderDictionary headers = response.Headers;
         switch (status)
@@ -339,4 +350,21 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
     private static void Prepare(HttpContext context, FileVersion file, FileResponseSettings settings)
         => settings.OnPrepareResponse?.Invoke(new FastFileResponseContext(context, file.PhysicalPath, file.FileInfo, file.ContentEncoding));
+
+    // Ends this response's use of a descriptor: a lease on the cache's shared one is released, one opened for this
+    // response is closed. A struct, so the hot path allocates nothing for it.
+    private readonly struct HandleLease(Microsoft.Win32.SafeHandles.SafeFileHandle? handle, SharedFileHandle? shared) : IDisposable
+    {
+        public void Dispose()
+        {
+            if (shared is not null)
+            {
+                shared.Release();
+            }
+            else
+            {
+                handle?.Dispose();
+            }
+        }
+    }
 }

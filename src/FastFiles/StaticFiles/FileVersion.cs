@@ -22,8 +22,10 @@ internal sealed class FileVersion : IDisposable
         string? contentEncoding,
         byte[]? content,
         string? etag = null,
-        string? lastModifiedHeader = null)
+        string? lastModifiedHeader = null,
+        SharedFileHandle? sharedHandle = null)
     {
+        SharedHandle = sharedHandle;
         PhysicalPath = physicalPath;
         Handle = handle;
         FileInfo = fileInfo;
@@ -41,7 +43,10 @@ internal sealed class FileVersion : IDisposable
     public string? PhysicalPath { get; }
 
     /// <summary>The open file, when this version was opened for one request; owned by this instance.</summary>
-    public SafeFileHandle? Handle { get; }
+    public SafeFileHandle? Handle { get; private set; }
+
+    /// <summary>A descriptor the file cache keeps open for this version across requests, when it holds one.</summary>
+    public SharedFileHandle? SharedHandle { get; }
 
     /// <summary>The provider's file, for providers without physical paths (embedded files and the like).</summary>
     public IFileInfo? FileInfo { get; }
@@ -89,9 +94,20 @@ internal sealed class FileVersion : IDisposable
         return new FileVersion(null, null, fileInfo, new FileStamp(0, 0, fileInfo.Length, nanos, nanos, false), contentEncoding, null);
     }
 
-    /// <summary>A handle-free copy for the cache, sharing this version's header strings, optionally with its bytes.</summary>
-    public FileVersion ForCache(byte[]? content)
-        => new(PhysicalPath, null, null, Stamp, ContentEncoding, content, ETag, LastModifiedHeader);
+    /// <summary>
+    /// A copy for the cache without this instance's handle, sharing its header strings, optionally with its bytes
+    /// or a descriptor kept open across requests.
+    /// </summary>
+    public FileVersion ForCache(byte[]? content, SharedFileHandle? sharedHandle = null)
+        => new(PhysicalPath, null, null, Stamp, ContentEncoding, content, ETag, LastModifiedHeader, sharedHandle);
+
+    /// <summary>Hands this version's handle to the caller, which then owns it; this instance no longer closes it.</summary>
+    public SafeFileHandle? TakeHandle()
+    {
+        SafeFileHandle? handle = Handle;
+        Handle = null;
+        return handle;
+    }
 
     /// <summary>The ETag formatted afresh (for <c>DisableStringReuse</c>).</summary>
     public string FreshETag() => FormatETag(Stamp.ModifiedTicks, Stamp.Length, ContentEncoding);

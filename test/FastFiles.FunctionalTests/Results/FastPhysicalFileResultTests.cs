@@ -44,8 +44,8 @@ public sealed class FastPhysicalFileResultTests(FastPhysicalFileResultTests.Fixt
 
         public async Task DisposeAsync()
         {
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             await Host.DisposeAsync();
+            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             Files.Dispose();
         }
     }

@@ -48,8 +48,8 @@ public sealed class DifferentialTests(DifferentialTests.Fixture fixture) : IClas
 
         public async Task DisposeAsync()
         {
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             await Host.DisposeAsync();
+            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             Files.Dispose();
         }
     }

@@ -55,8 +55,8 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
 
         public async Task DisposeAsync()
         {
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             await Host.DisposeAsync();
+            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             Files.Dispose();
         }
     }
