@@ -52,7 +52,7 @@ public class PreconditionBenchmarks
         // UseStaticFiles' tag: seconds-resolution file time XOR length, in hex.
         _stockETag = new EntityTagHeaderValue("\"" + Convert.ToString(_lastModified.ToFileTime() ^ _length, 16) + "\"");
 
-        _fastRequest = CreateRequest(_file.ETag);
+        _fastRequest = CreateRequest(_file.ETag!);
         _stockRequest = CreateRequest(_stockETag.Tag.ToString());
     }
 

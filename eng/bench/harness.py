@@ -41,7 +41,7 @@ SERVER_CPU = "0"
 CLIENT_CPU = "1"
 
 # .NET configurations are BenchHost --mode names; adding a mode there and its name here is all it takes.
-DOTNET_MODES = ["stock", "sendfile", "fastfiles", "fastfiles-coalesce", "fastfiles-stage", "fastfiles-nostage", "fastfiles-nocache"]
+DOTNET_MODES = ["stock", "sendfile", "fastfiles", "fastfiles-coalesce", "fastfiles-stage", "fastfiles-nostage", "fastfiles-nocache", "fastfiles-noopenfiles"]
 PEERS = ["nginx", "caddy"]
 REQUIRED_TOOLS = {"wrk": "wrk", "h2load": "nghttp2-client", "nginx": "nginx", "curl": "curl", "openssl": "openssl"}
 

@@ -26,12 +26,19 @@ internal sealed class FileCache : IDisposable
     private readonly ILogger _logger;
     private readonly long _revalidateAfterMs;
     private readonly FileSystemWatcher? _watcher;
+    private readonly bool _contentHashETags;
+
+    // Content hashes of files too large to hold are computed one at a time, off the request path, and abandoned
+    // when the app stops.
+    private readonly SemaphoreSlim _hashGate = new(1);
+    private readonly CancellationTokenSource _stopping = new();
     private long _bytesHeld;
     private long _generation;
     private int _openHandles;
 
-    public FileCache(PhysicalFileSource source, string keyPrefix, FastFilesOptions options, FastFilesMetrics metrics, ILogger logger)
+    public FileCache(PhysicalFileSource source, string keyPrefix, FastFilesOptions options, FastFilesMetrics metrics, ILogger logger, bool contentHashETags = false)
     {
+        _contentHashETags = contentHashETags;
         _source = source;
         _keyPrefix = keyPrefix;
         _options = options;
@@ -97,7 +104,7 @@ internal sealed class FileCache : IDisposable
         var stamps = new FileStamp?[Sidecar.All.Length];
         using (opened)
         {
-            identity = Snapshot(opened!, ref torn);
+            identity = Snapshot(key, opened!, ref torn);
             for (int i = 0; precompressed && i < Sidecar.All.Length; i++)
             {
                 (_, string suffix, string token) = Sidecar.All[i];
@@ -114,7 +121,7 @@ internal sealed class FileCache : IDisposable
                     {
                         if (Sidecar.IsFresh(variant!, identity))
                         {
-                            variants[i] = Snapshot(variant!, ref torn);
+                            variants[i] = Snapshot(key, variant!, ref torn);
                             stamps[i] = variant!.Stamp;
                         }
                     }
@@ -151,14 +158,13 @@ internal sealed class FileCache : IDisposable
         RetireHandles(entry);
     }
 
-    private FileVersion Snapshot(FileVersion opened, ref bool torn)
+    private FileVersion Snapshot(string key, FileVersion opened, ref bool torn)
     {
         if (opened.Length > _options.MaxCachedFileSize || opened.Length > _options.FileCacheSizeLimit)
         {
             // Bodies read from disk per request: keep this descriptor so those requests skip open and close.
-            return opened.Length > 0 && ReserveHandle()
-                ? opened.ForCache(null, new SharedFileHandle(opened.TakeHandle()!))
-                : opened.ForCache(null);
+            SharedFileHandle? shared = opened.Length > 0 && ReserveHandle() ? new SharedFileHandle(opened.TakeHandle()!) : null;
+            return opened.ForCache(null, shared, HashInBackground(key, opened));
         }
 
         byte[] content = GC.AllocateUninitializedArray<byte>((int)opened.Length);
@@ -178,10 +184,32 @@ internal sealed class FileCache : IDisposable
         if (total != content.Length || FileStamp.FromHandle(opened.Handle!) != opened.Stamp)
         {
             torn = true;
-            return opened.ForCache(null);
+            return opened.ForCache(null, null, HashInBackground(key, opened));
         }
 
-        return opened.ForCache(content);
+        return opened.ForCache(content, null, _contentHashETags ? ContentHash.Of(content) : null);
+    }
+
+    // Started now, so by the time a client revalidates the tag is usually known; a change found while hashing makes
+    // the entry re-check the file system on its next request.
+    private ContentHash? HashInBackground(string key, FileVersion opened)
+    {
+        if (!_contentHashETags)
+        {
+            return null;
+        }
+
+        var hash = ContentHash.ForFile(opened.PhysicalPath!, opened.Stamp, _hashGate, () => MarkSuspect(key), _stopping.Token);
+        hash.Start();
+        return hash;
+    }
+
+    private void MarkSuspect(string key)
+    {
+        if (_entries.TryGetValue(key, out CachedFile? entry))
+        {
+            entry.MarkSuspect();
+        }
     }
 
     private static bool StillCurrent(CachedFile entry)
@@ -397,6 +425,7 @@ internal sealed class FileCache : IDisposable
 
     public void Dispose()
     {
+        _stopping.Cancel();
         _watcher?.Dispose();
         _metrics.Unregister(this);
         Clear();

@@ -65,7 +65,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         if (fast.EnableFileCache && _source is PhysicalFileSource physicalSource)
         {
             FastFilesMetrics metrics = FastFilesMetrics.For(services);
-            _cache = new FileCache(physicalSource, _requestPathValue, fast, metrics, loggerFactory.CreateLogger("FastFiles.Caching"));
+            _cache = new FileCache(physicalSource, _requestPathValue, fast, metrics, loggerFactory.CreateLogger("FastFiles.Caching"), _options.EnableContentHashETags);
             services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(Dispose);
         }
     }
@@ -261,6 +261,12 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                         }
                     }
                 }
+            }
+
+            if (_options.EnableContentHashETags && selected.PhysicalPath is not null)
+            {
+                // Not cached: the hash is computed only if a condition needs it, so the tag is the same as a cached one.
+                selected.UseContentHash(ContentHash.ForFile(selected.PhysicalPath, selected.Stamp, null, null, context.RequestAborted));
             }
 
             FileResponseSettings settings = SettingsFor(subpath, contentType) with { VaryAcceptEncoding = available != ContentCodings.None };

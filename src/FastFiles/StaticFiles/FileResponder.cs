@@ -36,6 +36,13 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         bool isGet = HttpMethods.IsGet(request.Method);
         bool isHead = !isGet && HttpMethods.IsHead(request.Method);
 
+        // A content-hash ETag still being computed: entity-tag conditions wait for it, so they are only ever compared
+        // with the real tag; unconditional responses go out without an ETag meanwhile.
+        if (file.ContentHash is { ETag: null } pending && HasEntityTagCondition(request.Headers))
+        {
+            await pending.WhenReady();
+        }
+
         // The per-connection memo of parsed request headers, unless string reuse is off.
         RequestHeaderCache? parsed = reuseStrings ? context.Features.Get<RequestHeaderCache>() : null;
         int status = Evaluate(request.Headers, file, isGet, isHead, settings.EnableRangeProcessing, parsed, out long start, out long count);
@@ -335,7 +342,11 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
     private void ApplyValidators(IHeaderDictionary headers, FileVersion file, FileResponseSettings settings)
     {
         // With string reuse on, these are the version's own strings, shared by every response to it.
-        headers.ETag = reuseStrings ? file.ETag : file.FreshETag();
+        if ((reuseStrings ? file.ETag : file.FreshETag()) is { } etag)
+        {
+            headers.ETag = etag;
+        }
+
         headers.LastModified = reuseStrings ? file.LastModifiedHeader : file.FreshLastModifiedHeader();
         if (settings.CacheControl is not null)
         {
@@ -347,6 +358,9 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             headers.Vary = VaryAcceptEncoding;
         }
     }
+
+    private static bool HasEntityTagCondition(IHeaderDictionary headers)
+        => !StringValues.IsNullOrEmpty(headers.IfMatch) || !StringValues.IsNullOrEmpty(headers.IfNoneMatch) || !StringValues.IsNullOrEmpty(headers.IfRange);
 
     private static void Prepare(HttpContext context, FileVersion file, FileResponseSettings settings)
         => settings.OnPrepareResponse?.Invoke(new FastFileResponseContext(context, file.PhysicalPath, file.FileInfo, file.ContentEncoding));

@@ -14,6 +14,8 @@ namespace FastFiles.StaticFiles;
 /// </summary>
 internal sealed class FileVersion : IDisposable
 {
+    private readonly string _stampETag;
+
     private FileVersion(
         string? physicalPath,
         SafeFileHandle? handle,
@@ -23,9 +25,11 @@ internal sealed class FileVersion : IDisposable
         byte[]? content,
         string? etag = null,
         string? lastModifiedHeader = null,
-        SharedFileHandle? sharedHandle = null)
+        SharedFileHandle? sharedHandle = null,
+        ContentHash? contentHash = null)
     {
         SharedHandle = sharedHandle;
+        ContentHash = contentHash;
         PhysicalPath = physicalPath;
         Handle = handle;
         FileInfo = fileInfo;
@@ -37,7 +41,7 @@ internal sealed class FileVersion : IDisposable
         long ticks = stamp.ModifiedTicks;
         LastModified = new DateTimeOffset(ticks - (ticks % TimeSpan.TicksPerSecond), TimeSpan.Zero);
         LastModifiedHeader = lastModifiedHeader ?? HeaderUtilities.FormatDate(LastModified);
-        ETag = etag ?? FormatETag(ticks, stamp.Length, contentEncoding);
+        _stampETag = etag ?? FormatETag(ticks, stamp.Length, contentEncoding);
     }
 
     public string? PhysicalPath { get; }
@@ -59,8 +63,14 @@ internal sealed class FileVersion : IDisposable
 
     public string LastModifiedHeader { get; }
 
-    /// <summary>A strong validator (RFC 9110 8.8.3).</summary>
-    public string ETag { get; }
+    /// <summary>
+    /// A strong validator (RFC 9110 8.8.3): the content hash's tag when this version has one, else the stamp's.
+    /// <see langword="null"/> while a content hash is being computed (see <see cref="StaticFiles.ContentHash"/>).
+    /// </summary>
+    public string? ETag => ContentHash is null ? _stampETag : ContentHash.ETag;
+
+    /// <summary>The content-hash validator of this version, when content-hash ETags are on.</summary>
+    public ContentHash? ContentHash { get; private set; }
 
     /// <summary><c>br</c>, <c>zstd</c>, <c>gzip</c>, or <see langword="null"/> for the identity representation.</summary>
     public string? ContentEncoding { get; }
@@ -98,8 +108,11 @@ internal sealed class FileVersion : IDisposable
     /// A copy for the cache without this instance's handle, sharing its header strings, optionally with its bytes
     /// or a descriptor kept open across requests.
     /// </summary>
-    public FileVersion ForCache(byte[]? content, SharedFileHandle? sharedHandle = null)
-        => new(PhysicalPath, null, null, Stamp, ContentEncoding, content, ETag, LastModifiedHeader, sharedHandle);
+    public FileVersion ForCache(byte[]? content, SharedFileHandle? sharedHandle = null, ContentHash? contentHash = null)
+        => new(PhysicalPath, null, null, Stamp, ContentEncoding, content, _stampETag, LastModifiedHeader, sharedHandle, contentHash);
+
+    /// <summary>Gives a version opened for one request its content-hash validator (before any response uses it).</summary>
+    public void UseContentHash(ContentHash contentHash) => ContentHash = contentHash;
 
     /// <summary>Hands this version's handle to the caller, which then owns it; this instance no longer closes it.</summary>
     public SafeFileHandle? TakeHandle()
@@ -109,8 +122,10 @@ internal sealed class FileVersion : IDisposable
         return handle;
     }
 
-    /// <summary>The ETag formatted afresh (for <c>DisableStringReuse</c>).</summary>
-    public string FreshETag() => FormatETag(Stamp.ModifiedTicks, Stamp.Length, ContentEncoding);
+    /// <summary>The ETag as a string of its own (for <c>DisableStringReuse</c>).</summary>
+    public string? FreshETag()
+        => ContentHash is null ? FormatETag(Stamp.ModifiedTicks, Stamp.Length, ContentEncoding)
+            : ContentHash.ETag is { } etag ? new string(etag.AsSpan()) : null;
 
     /// <summary>The Last-Modified value formatted afresh (for <c>DisableStringReuse</c>).</summary>
     public string FreshLastModifiedHeader() => HeaderUtilities.FormatDate(LastModified);
