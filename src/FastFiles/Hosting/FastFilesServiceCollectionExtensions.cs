@@ -60,5 +60,9 @@ public static class FastFilesServiceCollectionExtensions
     }
 
     private static void AddCore(IServiceCollection services)
-        => services.TryAddSingleton(sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
+    {
+        services.TryAddSingleton(sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
+        services.TryAddSingleton<FastFilesFingerprinter>();
+        services.TryAddSingleton<Microsoft.AspNetCore.Http.IFastFilesFingerprinter>(sp => sp.GetRequiredService<FastFilesFingerprinter>());
+    }
 }
