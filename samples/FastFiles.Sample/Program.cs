@@ -43,13 +43,15 @@ var certificate = SampleCertificate.DevelopmentOrSelfSigned(out bool generated);
 bool customUrls = !string.IsNullOrEmpty(builder.Configuration["urls"]) || !string.IsNullOrEmpty(builder.Configuration["ASPNETCORE_URLS"]);
 builder.WebHost.ConfigureKestrel(kestrel =>
 {
-    // FastFiles' connection-level parts: configuration endpoints (Kestrel:Endpoints) get them here.
-    kestrel.UseFastFiles();
+    // FastFiles' connection-level parts: configuration endpoints (Kestrel:Endpoints) get them here, including the
+    // zero-copy send path (sendfile) on plaintext ones.
+    kestrel.UseFastFiles(fastFiles => fastFiles.EnableZeroCopySendFile = true);
     kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = certificate);
     if (!customUrls)
     {
         // Code endpoints add them per endpoint: the request header cache, and after UseHttps the HTTP/2 TLS stage.
-        kestrel.Listen(IPAddress.Loopback, 5080, listen => listen.UseFastFiles());
+        // Plaintext: the zero-copy send path first (outermost), so file bodies go out with sendfile(2).
+        kestrel.Listen(IPAddress.Loopback, 5080, listen => listen.UseZeroCopySendFile().UseFastFiles());
         kestrel.Listen(IPAddress.Loopback, 5443, listen => listen.UseHttps(certificate).UseFastFiles());
     }
 });

@@ -22,6 +22,8 @@ internal sealed class FastFilesMetrics
     private readonly UpDownCounter<long> _stageBuffered;
     private readonly Counter<long> _stageDrainTimeouts;
     private readonly Counter<long> _coalescedConnections;
+    private readonly Counter<long> _sendPathBytes;
+    private readonly Counter<long> _sendPathFallbacks;
     private readonly List<FileCache> _caches = [];
 
     public FastFilesMetrics(IMeterFactory? meterFactory)
@@ -43,6 +45,10 @@ internal sealed class FastFilesMetrics
             "fastfiles.tls_stage.drain_timeouts", "{connection}", "Connections aborted because the client did not read the end of the response in time.");
         _coalescedConnections = meter.CreateCounter<long>(
             "fastfiles.tls_records.coalesced_connections", "{connection}", "TLS connections whose writes are coalesced into full-size TLS records.");
+        _sendPathBytes = meter.CreateCounter<long>(
+            "fastfiles.send_path.bytes", "By", "File body bytes sent on zero-copy send path connections, by method (sendfile, copy).");
+        _sendPathFallbacks = meter.CreateCounter<long>(
+            "fastfiles.send_path.fallbacks", "{response}", "File bodies on send path connections that were not sent with sendfile, by reason.");
     }
 
     /// <summary>The app's instance: the registered singleton, else one shared by everything built from <paramref name="services"/>.</summary>
@@ -79,6 +85,12 @@ internal sealed class FastFilesMetrics
     public void StageDrainTimedOut() => _stageDrainTimeouts.Add(1);
 
     public void RecordsCoalesced() => _coalescedConnections.Add(1);
+
+    public void SendPathSent(long bytes, bool sendfile)
+        => _sendPathBytes.Add(bytes, new KeyValuePair<string, object?>("fastfiles.send_path.method", sendfile ? "sendfile" : "copy"));
+
+    public void SendPathFallback(string reason)
+        => _sendPathFallbacks.Add(1, new KeyValuePair<string, object?>("fastfiles.send_path.reason", reason));
 
     public void Register(FileCache cache)
     {

@@ -43,4 +43,16 @@ public sealed class FastFilesKestrelOptions
     /// </summary>
     /// <remarks>Defaults to <see langword="true"/>.</remarks>
     public bool EnableRequestHeaderCache { get; set; } = true;
+
+    /// <summary>
+    /// Whether plaintext endpoints from configuration (<c>Kestrel:Endpoints</c>) get the zero-copy send path (file
+    /// bodies sent with sendfile(2); see <c>ListenOptions.UseZeroCopySendFile</c>). Code-configured endpoints call
+    /// <c>UseZeroCopySendFile()</c> themselves, first on the endpoint.
+    /// </summary>
+    /// <remarks>Defaults to <see langword="false"/>.</remarks>
+    public bool EnableZeroCopySendFile { get; set; }
+
+    /// <summary>Settings of the zero-copy send path, for configuration endpoints and for <c>UseZeroCopySendFile()</c> on code endpoints.</summary>
+    /// <remarks>Defaults to a new <see cref="ZeroCopySendFileOptions"/>.</remarks>
+    public ZeroCopySendFileOptions ZeroCopySendFile { get; } = new();
 }

@@ -21,4 +21,13 @@ internal static partial class Log
 
     [LoggerMessage(4006, LogLevel.Debug, "Endpoint '{EndpointName}' uses SNI; TLS record coalescing is not applied to it. Configure it in code with UseHttps(...).UseTlsRecordCoalescing() to add it.", EventName = "SniEndpointNotCoalesced")]
     public static partial void SniEndpointNotCoalesced(ILogger logger, string endpointName);
+
+    [LoggerMessage(4007, LogLevel.Debug, "Connection {ConnectionId}: a file body of {Length} bytes is copied instead of sent with sendfile: {Reason}.", EventName = "SendPathFallback")]
+    public static partial void SendPathFallback(ILogger logger, string connectionId, string reason, long length);
+
+    [LoggerMessage(4008, LogLevel.Debug, "Connection {ConnectionId}: the send path stopped sending ({Reason}); the connection is aborted.", EventName = "SendPathSendFailed")]
+    public static partial void SendPathSendFailed(ILogger logger, string connectionId, string reason);
+
+    [LoggerMessage(4009, LogLevel.Information, "Connection {ConnectionId}: the client read a file body more slowly than the response's minimum data rate; the connection is aborted.", EventName = "SendPathDataRateTooLow")]
+    public static partial void SendPathDataRateTooLow(ILogger logger, string connectionId);
 }

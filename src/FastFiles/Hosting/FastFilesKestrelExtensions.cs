@@ -18,6 +18,9 @@ public static class FastFilesKestrelExtensions
     // Options registered by UseFastFiles, found again by the parameterless UseHttp2TlsOutputStage on code endpoints.
     private static readonly ConditionalWeakTable<KestrelServerOptions, FastFilesKestrelOptions> Registered = [];
 
+    internal static FastFilesKestrelOptions? RegisteredOptions(KestrelServerOptions options)
+        => Registered.TryGetValue(options, out FastFilesKestrelOptions? found) ? found : null;
+
     /// <summary>
     /// Applies FastFiles' connection-level parts to Kestrel. TLS record coalescing (on by default) and the HTTP/2 TLS
     /// output stage (off by default) are put on the plaintext side of TLS of every HTTPS endpoint read from
@@ -56,6 +59,12 @@ public static class FastFilesKestrelExtensions
         {
             loader.Endpoint(endpoint.Key, e =>
             {
+                // Outermost: nothing may wrap the connection between the socket and the send path.
+                if (fastFiles.EnableZeroCopySendFile && !e.IsHttps)
+                {
+                    e.ListenOptions.UseZeroCopySendFile();
+                }
+
                 if (fastFiles.EnableRequestHeaderCache)
                 {
                     e.ListenOptions.UseFastFilesHeaderCache();

@@ -70,8 +70,9 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature
         {
             // Start the response first so the headers and the first body bytes leave in one write.
             await _inner.StartAsync(aborted);
-            status = await FileBodyWriter.WriteAsync(
-                _inner.Writer, file, offset, toSend, ReadSizePolicy.For(_options, ((IHttpRequestFeature)_inner).Protocol), _options.SynchronousReadThreshold, aborted);
+            // Kestrel's protocol object is also the request's feature collection (it falls back to the connection's).
+            status = await FileBody.WriteAsync(
+                (IFeatureCollection)_inner, file, offset, toSend, ReadSizePolicy.For(_options, ((IHttpRequestFeature)_inner).Protocol), _options.SynchronousReadThreshold, aborted);
         }
         catch (OperationCanceledException) when (aborted.IsCancellationRequested)
         {

@@ -15,4 +15,8 @@ internal static class KestrelFeatures
     /// </summary>
     public static bool IsKestrelResponseBody(IHttpResponseBodyFeature feature)
         => feature is IHttpRequestLifetimeFeature && feature.GetType().Assembly == KestrelCore;
+
+    /// <summary>Kestrel's own response body, directly or behind <c>UseFastSendFile</c> (which forwards its writer unchanged).</summary>
+    public static bool IsKestrelBody(IHttpResponseBodyFeature feature)
+        => IsKestrelResponseBody(feature) || (feature is FastSendFileFeature fast && IsKestrelResponseBody(fast.Inner));
 }

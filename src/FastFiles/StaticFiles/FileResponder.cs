@@ -12,7 +12,7 @@ namespace FastFiles.StaticFiles;
 
 /// <summary>
 /// Answers a GET or HEAD for one file version: conditional requests (RFC 9110 13), ranges (RFC 9110 14), the
-/// response headers, and the body through <see cref="FileBodyWriter"/>. Shared by the middleware and the results.
+/// response headers, and the body through <see cref="FileBody"/>. Shared by the middleware and the results.
 /// </summary>
 internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bool reuseStrings = true)
 {
@@ -175,7 +175,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             else if ((owned ?? file.Handle) is { } handle)
             {
                 // The response ends when we return, so Kestrel's own final flush sends the tail.
-                result = await FileBodyWriter.WriteAsync(response.BodyWriter, handle, start, count, ReadSizePolicy.For(options, request.Protocol), options.SynchronousReadThreshold, aborted, flushAtEnd: false);
+                result = await FileBody.WriteAsync(context.Features, handle, start, count, ReadSizePolicy.For(options, request.Protocol), options.SynchronousReadThreshold, aborted, flushAtEnd: false);
             }
             else
             {

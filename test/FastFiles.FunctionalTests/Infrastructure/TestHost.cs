@@ -34,12 +34,13 @@ public sealed class TestHost : IAsyncDisposable
     private readonly WebApplication _app;
     private readonly SocketsHttpHandler _handler;
 
-    private TestHost(WebApplication app, Uri http, Uri h2c, Uri https)
+    private TestHost(WebApplication app, Uri http, Uri h2c, Uri https, Uri httpCopy)
     {
         _app = app;
         Http = http;
         H2c = h2c;
         Https = https;
+        HttpCopy = httpCopy;
         _handler = new SocketsHttpHandler
         {
             AutomaticDecompression = DecompressionMethods.None,
@@ -55,6 +56,9 @@ public sealed class TestHost : IAsyncDisposable
     public Uri H2c { get; }
 
     public Uri Https { get; }
+
+    /// <summary>A plaintext HTTP/1.1 endpoint without the zero-copy send path (<see cref="Http"/> has it), for differential tests.</summary>
+    public Uri HttpCopy { get; }
 
     /// <summary>A client that validates the test certificate and never decompresses or follows redirects.</summary>
     public HttpClient Client { get; }
@@ -87,7 +91,12 @@ public sealed class TestHost : IAsyncDisposable
         builder.Logging.SetMinimumLevel(LogLevel.Warning);
         builder.WebHost.ConfigureKestrel(k =>
         {
-            k.Listen(IPAddress.Loopback, 0, l => l.Protocols = HttpProtocols.Http1);
+            // The send path on the main HTTP/1.1 endpoint, for every body size, so every test exercises it.
+            k.Listen(IPAddress.Loopback, 0, l =>
+            {
+                l.Protocols = HttpProtocols.Http1;
+                l.UseZeroCopySendFile(o => o.MinimumLength = 0);
+            });
             k.Listen(IPAddress.Loopback, 0, l =>
             {
                 l.Protocols = HttpProtocols.Http2;
@@ -99,6 +108,7 @@ public sealed class TestHost : IAsyncDisposable
                 l.UseHttps(TestCertificate.Instance);
                 configureTls?.Invoke(l);
             });
+            k.Listen(IPAddress.Loopback, 0, l => l.Protocols = HttpProtocols.Http1);
             configureKestrel?.Invoke(k);
         });
         configureServices?.Invoke(builder.Services);
@@ -108,7 +118,7 @@ public sealed class TestHost : IAsyncDisposable
 
         string[] addresses = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.ToArray();
         // Addresses come back in listen order.
-        return new TestHost(app, new Uri(addresses[0]), new Uri(addresses[1]), new Uri(addresses[2]));
+        return new TestHost(app, new Uri(addresses[0]), new Uri(addresses[1]), new Uri(addresses[2]), new Uri(addresses[3]));
     }
 
     public Uri BaseFor(Transport transport) => transport switch

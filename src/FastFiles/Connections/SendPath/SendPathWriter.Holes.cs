@@ -1,0 +1,401 @@
+using System.Diagnostics;
+using System.IO.Pipelines;
+using System.Net.Sockets;
+using System.Runtime.InteropServices;
+using FastFiles.IO;
+using FastFiles.SendFile;
+using Microsoft.AspNetCore.Connections;
+using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Http.Features;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.AspNetCore.Server.Kestrel.Core.Features;
+using Microsoft.Net.Http.Headers;
+using Microsoft.Win32.SafeHandles;
+
+namespace FastFiles.Connections.SendPath;
+
+/// <summary>
+/// The hole protocol: a file body that Kestrel counts but never sees. The response's headers are flushed into this
+/// writer and held; Kestrel's body writer is then advanced by the body's length over a window this writer hands out
+/// (so Kestrel's Content-Length accounting is satisfied without a byte being written); then the held headers go out
+/// with MSG_MORE and the body follows with sendfile(2) from the file's own descriptor.
+/// </summary>
+/// <remarks>
+/// It relies on Kestrel's HTTP/1.1 output being in pass-through once a flush has completed synchronously (its
+/// <c>ConcurrentPipeWriter</c> only buffers while a flush is pending), so the body writer's GetMemory and Advance reach
+/// this writer. That is checked on every response, not assumed: the memory Kestrel hands out must be our window and
+/// every advance must arrive here; if the first window is not ours the response is copied instead, and if anything
+/// goes wrong after Kestrel has counted bytes, the connection is aborted, never completed with wrong bytes.
+/// </remarks>
+internal sealed partial class SendPathWriter : IZeroCopyFileSender
+{
+    // One window for every connection: Kestrel hands it back to us and is advanced over it. Nothing writes into it and
+    // its bytes are never sent; its size only sets how many GetMemory/Advance rounds a body takes (1 per MiB).
+    private static readonly byte[] Scratch = new byte[1024 * 1024];
+
+    // Linux sends at most 0x7ffff000 bytes per sendfile(2) call; 1 GiB keeps each call well inside it.
+    private const long MaxSendFileChunk = 1L << 30;
+
+    private readonly ZeroCopySendFileOptions _settings;
+
+    // Flushes keep the headers back while a hole is set up.
+    private bool _holding;
+
+    // GetMemory hands out Scratch, and Advance counts hole bytes.
+    private bool _counting;
+    private bool _scratchOut;
+    private long _holeCounted;
+
+    private SendFileArgs? _holeWait;
+    private CancellationTokenSource? _holeTimer;
+    private volatile bool _rateTooLow;
+
+    public ValueTask<FileSendStatus?> TrySendAsync(IFeatureCollection features, SafeFileHandle file, long offset, long count, CancellationToken cancellationToken)
+    {
+        if (Check(features, count, out PipeWriter? writer) is { } reason)
+        {
+            Fallback(reason, count);
+            return new ValueTask<FileSendStatus?>((FileSendStatus?)null);
+        }
+
+        return SendAsync(features, writer!, file, offset, count, cancellationToken);
+    }
+
+    public void Copied(long count) => _metrics.SendPathSent(count, sendfile: false);
+
+    /// <summary>Why this response cannot be a hole, or null when it can.</summary>
+    private string? Check(IFeatureCollection features, long count, out PipeWriter? writer)
+    {
+        writer = null;
+        if (_failed || _released)
+        {
+            return "connection_closed";
+        }
+
+        if (count < _settings.MinimumLength)
+        {
+            return "below_minimum";
+        }
+
+        if (features.Get<IHttpRequestFeature>() is not { } request)
+        {
+            return "protocol";
+        }
+
+        if (!HttpProtocol.IsHttp11(request.Protocol) && !HttpProtocol.IsHttp10(request.Protocol))
+        {
+            return HttpProtocol.IsHttp2(request.Protocol) ? "http2" : "protocol";
+        }
+
+        if (!HttpMethods.IsGet(request.Method))
+        {
+            return "method";
+        }
+
+        if (features.Get<ITlsConnectionFeature>() is not null)
+        {
+            return "tls";
+        }
+
+        if (features.Get<IHttpResponseBodyFeature>() is not { } body || !KestrelFeatures.IsKestrelBody(body))
+        {
+            return "body_replaced";
+        }
+
+        // RFC 9112 6.3: with Transfer-Encoding the body is chunked and Content-Length does not apply.
+        IHeaderDictionary headers = features.Get<IHttpResponseFeature>()!.Headers;
+        if (headers.ContentLength != count || headers.ContainsKey(HeaderNames.TransferEncoding))
+        {
+            return "not_content_length";
+        }
+
+        writer = body.Writer;
+        return null;
+    }
+
+    private void Fallback(string reason, long count)
+    {
+        _metrics.SendPathFallback(reason);
+        Log.SendPathFallback(_logger, _connection.ConnectionId, reason, count);
+    }
+
+    private async ValueTask<FileSendStatus?> SendAsync(IFeatureCollection features, PipeWriter writer, SafeFileHandle file, long offset, long count, CancellationToken cancellationToken)
+    {
+        MinDataRate? rate = features.Get<IHttpMinResponseDataRateFeature>()?.MinDataRate;
+        _holding = true;
+        try
+        {
+            // Kestrel writes the headers (if it has not yet) and flushes them to us; we hold them. A flush that
+            // completes synchronously leaves Kestrel's writer in pass-through.
+            FlushResult flushed = await writer.FlushAsync(cancellationToken);
+            if (flushed.IsCanceled || flushed.IsCompleted || _failed)
+            {
+                return FileSendStatus.ClientDisconnected;
+            }
+
+            _counting = true;
+            _holeCounted = 0;
+            long left = count;
+            while (left > 0)
+            {
+                Memory<byte> window = writer.GetMemory();
+                if (!MemoryMarshal.TryGetArray(window, out ArraySegment<byte> segment) || segment.Array != Scratch)
+                {
+                    _counting = false;
+                    if (left == count)
+                    {
+                        // Nothing counted yet: the copy path can still write this body.
+                        Fallback("writer_shape", count);
+                        return null;
+                    }
+
+                    Fail(new InvalidOperationException("Kestrel's writer stopped handing out the send path's window."));
+                    return FileSendStatus.ClientDisconnected;
+                }
+
+                int n = (int)Math.Min(left, window.Length);
+                writer.Advance(n);
+                left -= n;
+                if (_holeCounted != count - left)
+                {
+                    // Kestrel counted bytes that did not reach us: they cannot be sent.
+                    Fail(new InvalidOperationException("An advance of Kestrel's writer did not reach the send path."));
+                    return FileSendStatus.ClientDisconnected;
+                }
+            }
+        }
+        finally
+        {
+            _holding = false;
+            _counting = false;
+            _scratchOut = false;
+        }
+
+        return await SendHoleAsync(file, offset, count, rate);
+    }
+
+    private Memory<byte> HandOutScratch()
+    {
+        _scratchOut = true;
+        return Scratch;
+    }
+
+    private void CountHoleBytes(int bytes)
+    {
+        if ((uint)bytes > (uint)Scratch.Length)
+        {
+            throw new ArgumentOutOfRangeException(nameof(bytes), bytes, "Advanced past the memory handed out.");
+        }
+
+        _scratchOut = false;
+        _holeCounted += bytes;
+    }
+
+    private async ValueTask<FileSendStatus?> SendHoleAsync(SafeFileHandle file, long offset, long count, MinDataRate? rate)
+    {
+        bool fileAdded = false;
+        FileStream? reopened = null;
+        try
+        {
+            // Held for the whole body: a cached handle disposed meanwhile is closed only after our last sendfile.
+            file.DangerousAddRef(ref fileAdded);
+
+            // MSG_MORE: the headers wait for the body's first bytes, so both leave in one packet.
+            if (!SendQueuedInline(more: true))
+            {
+                await SendQueuedAsync();
+            }
+
+            long position = offset;
+            long end = offset + count;
+            long started = Stopwatch.GetTimestamp();
+            while (!_failed && position < end)
+            {
+                switch (SendFileInline(file, ref position, end))
+                {
+                    case SendFileOutcome.Sent:
+                        break;
+                    case SendFileOutcome.EndOfFile:
+                        return Truncated();
+                    case SendFileOutcome.WouldBlock:
+                        reopened ??= Reopen(file);
+                        int chunk = (int)Math.Min(end - position, MaxSendFileChunk);
+                        long sent = await SendFileSlowAsync(reopened, position, chunk, rate, count, started);
+                        if (sent > 0)
+                        {
+                            position += sent;
+                        }
+
+                        if (sent < chunk)
+                        {
+                            // The runtime checks the file's length before sending: a shorter file fails the send.
+                            if (!_rateTooLow && RandomAccess.GetLength(file) < end)
+                            {
+                                return Truncated();
+                            }
+
+                            Fail(new SocketException((int)(_holeWait!.SocketError == SocketError.Success ? SocketError.ConnectionAborted : _holeWait.SocketError)));
+                        }
+
+                        break;
+                    default:
+                        break;
+                }
+            }
+
+            if (_failed)
+            {
+                return FileSendStatus.ClientDisconnected;
+            }
+
+            _metrics.SendPathSent(count, sendfile: true);
+            return FileSendStatus.Completed;
+        }
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException or ObjectDisposedException or SocketException)
+        {
+            Fail(ex);
+            return FileSendStatus.ClientDisconnected;
+        }
+        finally
+        {
+            reopened?.Dispose();
+            if (fileAdded)
+            {
+                file.DangerousRelease();
+            }
+        }
+    }
+
+    private FileSendStatus Truncated()
+    {
+        // The headers promised more than the file now has: the connection must end so the body cannot look complete.
+        Fail(new IOException("The file was truncated while it was being sent."));
+        return FileSendStatus.Truncated;
+    }
+
+    private enum SendFileOutcome
+    {
+        Sent,
+        WouldBlock,
+        EndOfFile,
+        Failed,
+    }
+
+    /// <summary>sendfile(2) on this thread until the range is sent, the socket is full, the file ends or a send fails.</summary>
+    private unsafe SendFileOutcome SendFileInline(SafeFileHandle file, ref long position, long end)
+    {
+        int fileFd = (int)file.DangerousGetHandle();
+        while (position < end)
+        {
+            long at = position;
+            nint sent;
+            int errno = 0;
+            bool added = false;
+            try
+            {
+                _socketHandle.DangerousAddRef(ref added);
+                sent = Native.SendFile((int)_socketHandle.DangerousGetHandle(), fileFd, &at, (nuint)Math.Min(end - position, MaxSendFileChunk));
+                if (sent < 0)
+                {
+                    errno = Marshal.GetLastPInvokeError();
+                }
+            }
+            catch (ObjectDisposedException ex)
+            {
+                Fail(ex);
+                return SendFileOutcome.Failed;
+            }
+            finally
+            {
+                if (added)
+                {
+                    _socketHandle.DangerousRelease();
+                }
+            }
+
+            if (sent > 0)
+            {
+                position += sent;
+                continue;
+            }
+
+            if (sent == 0)
+            {
+                return SendFileOutcome.EndOfFile;
+            }
+
+            if (errno == Native.EINTR)
+            {
+                continue;
+            }
+
+            if (errno == Native.EAGAIN)
+            {
+                return SendFileOutcome.WouldBlock;
+            }
+
+            Fail(new SocketException(errno));
+            return SendFileOutcome.Failed;
+        }
+
+        return SendFileOutcome.Sent;
+    }
+
+    /// <summary>
+    /// The socket is full: the runtime waits for room on its epoll loop and sends the chunk with sendfile(2) there
+    /// (<see cref="Socket.SendPacketsAsync"/>). Bounded by the response's minimum data rate as Kestrel bounds its own
+    /// writes: at least the grace period, else the time the whole body may take at that rate.
+    /// </summary>
+    private async ValueTask<long> SendFileSlowAsync(FileStream file, long position, int chunk, MinDataRate? rate, long bodyLength, long started)
+    {
+        CancellationTokenRegistration timeout = default;
+        if (rate is not null)
+        {
+            TimeSpan allowed = TimeSpan.FromSeconds(Math.Max(rate.GracePeriod.TotalSeconds, bodyLength / rate.BytesPerSecond));
+            TimeSpan left = allowed - Stopwatch.GetElapsedTime(started);
+            if (left <= TimeSpan.Zero)
+            {
+                RateTooLow();
+                return 0;
+            }
+
+            _holeTimer ??= new CancellationTokenSource();
+            _holeTimer.CancelAfter(left);
+            timeout = _holeTimer.Token.UnsafeRegister(static s => ((SendPathWriter)s!).RateTooLow(), this);
+        }
+
+        try
+        {
+            SendFileArgs args = _holeWait ??= new SendFileArgs();
+            return await args.SendAsync(_socket, file, position, chunk);
+        }
+        finally
+        {
+            timeout.Dispose();
+            if (_holeTimer is not null && !_holeTimer.TryReset())
+            {
+                _holeTimer.Dispose();
+                _holeTimer = null;
+            }
+        }
+    }
+
+    private void RateTooLow()
+    {
+        _rateTooLow = true;
+        Log.SendPathDataRateTooLow(_logger, _connection.ConnectionId);
+        _metrics.SendPathFallback("data_rate_abort");
+        _connection.Abort(new ConnectionAbortedException("The response data rate was below the minimum."));
+    }
+
+    /// <summary>
+    /// The same open file as an asynchronous <see cref="FileStream"/>, which <see cref="SendPacketsElement"/> requires:
+    /// reopened through /proc/self/fd, so it is the same inode even if the path was replaced or removed since.
+    /// </summary>
+    private static FileStream Reopen(SafeFileHandle file)
+    {
+        SafeFileHandle again = File.OpenHandle(
+            $"/proc/self/fd/{file.DangerousGetHandle()}", FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete, FileOptions.Asynchronous);
+        return new FileStream(again, FileAccess.Read, bufferSize: 0, isAsync: true);
+    }
+}

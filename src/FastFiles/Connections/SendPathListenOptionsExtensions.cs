@@ -1,0 +1,44 @@
+using FastFiles.Caching;
+using FastFiles.Connections;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+
+namespace Microsoft.AspNetCore.Hosting;
+
+/// <summary>FastFiles' zero-copy send path for one Kestrel endpoint.</summary>
+public static class SendPathListenOptionsExtensions
+{
+    private const string LoggerCategory = "FastFiles.Connections.SendPath";
+
+    /// <summary>
+    /// Sends this endpoint's HTTP/1.x output to the socket with FastFiles' own writer, so file bodies from
+    /// <c>UseFastFiles</c>, <c>UseFastSendFile</c> (stock <c>UseStaticFiles</c>, <c>Results.File</c>) and
+    /// <c>FastResults</c> go out with sendfile(2), straight from the file to the socket. Call it first on a plaintext
+    /// endpoint (before anything else that wraps the connection). Responses it cannot send that way (TLS, HTTP/2,
+    /// chunked, a replaced response body) are copied as before; connections without a socket, and platforms other than
+    /// 64-bit Linux, pass through. Uses the options given to <c>KestrelServerOptions.UseFastFiles</c> on the same server
+    /// if any, else the defaults.
+    /// </summary>
+    /// <param name="listenOptions">The endpoint.</param>
+    /// <param name="configure">Configures the send path; starts from the server's FastFiles options or the defaults.</param>
+    /// <returns>The endpoint.</returns>
+    public static ListenOptions UseZeroCopySendFile(this ListenOptions listenOptions, Action<ZeroCopySendFileOptions>? configure = null)
+    {
+        ArgumentNullException.ThrowIfNull(listenOptions);
+        // Resolved when the endpoint is built, so KestrelServerOptions.UseFastFiles may run before or after this call.
+        listenOptions.Use(next =>
+        {
+            ZeroCopySendFileOptions registered = listenOptions.KestrelServerOptions is { } server
+                && FastFilesKestrelExtensions.RegisteredOptions(server) is { } fastFiles
+                ? fastFiles.ZeroCopySendFile
+                : new ZeroCopySendFileOptions();
+            var options = new ZeroCopySendFileOptions { MinimumLength = registered.MinimumLength };
+            configure?.Invoke(options);
+            ILogger logger = listenOptions.ApplicationServices?.GetService<ILoggerFactory>()?.CreateLogger(LoggerCategory) ?? NullLogger.Instance;
+            return new SendPathConnectionMiddleware(next, options, FastFilesMetrics.For(listenOptions.ApplicationServices), logger).OnConnectionAsync;
+        });
+        return listenOptions;
+    }
+}
