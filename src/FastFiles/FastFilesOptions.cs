@@ -80,5 +80,18 @@ public sealed class FastFilesOptions
     /// </remarks>
     public int MaxOpenFiles { get; set; } = 1024;
 
+    /// <summary>
+    /// The most range-specs a Range header may hold for a multipart/byteranges answer (RFC 9110 14.6); a request with
+    /// more gets the whole file (200). 0 or 1 turns multipart answers off (several ranges then get a 200, as with
+    /// UseStaticFiles). Applies to <c>UseFastFiles</c> and the file results.
+    /// </summary>
+    /// <remarks>
+    /// Defaults to 64. Apache httpd's <c>MaxRanges</c> defaults to 200 and nginx's <c>max_ranges</c> is unlimited; with
+    /// coalescing and the rule that ranges asking for more bytes than the file get the whole file (both always on, so
+    /// no byte is sent twice), the count only bounds a response's parts: 64 keeps their header overhead to a few KiB
+    /// and their reads to 64 while leaving room for clients that batch ranges (PDF and media readers).
+    /// </remarks>
+    public int MaxRanges { get; set; } = 64;
+
     internal int EffectiveBufferSize => Math.Clamp(BufferSize, MinBufferSize, MaxBufferSize);
 }

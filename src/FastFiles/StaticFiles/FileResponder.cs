@@ -45,7 +45,12 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
         // The per-connection memo of parsed request headers, unless string reuse is off.
         RequestHeaderCache? parsed = reuseStrings ? context.Features.Get<RequestHeaderCache>() : null;
-        int status = Evaluate(request.Headers, file, isGet, isHead, settings.EnableRangeProcessing, parsed, out long start, out long count);
+        int status = Evaluate(request.Headers, file, isGet, isHead, settings.EnableRangeProcessing, parsed, options.MaxRanges, out long start, out long count, out ByteRange[]? ranges);
+        MultipartByteRanges? multipart = ranges is null ? null : MultipartByteRanges.Create(ranges, file.Length, settings.ContentType);
+        if (multipart is not null)
+        {
+            count = multipart.ContentLength;
+        }
 
         // A body from disk for a version without an open handle (a cached entry): lease the descriptor the cache keeps
         // open, or open the file now, before any header is set, and make sure it is still the version the headers
@@ -104,7 +109,12 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         }
 
         ApplyValidators(headers, file, settings);
-        if (settings.ContentType is not null)
+        if (multipart is not null)
+        {
+            // RFC 9110 14.6: the media type moves into each part.
+            headers.ContentType = multipart.ContentType;
+        }
+        else if (settings.ContentType is not null)
         {
             headers.ContentType = settings.ContentType;
         }
@@ -124,7 +134,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             headers.ContentDisposition = settings.ContentDisposition;
         }
 
-        if (status == StatusCodes.Status206PartialContent)
+        if (multipart is null && status == StatusCodes.Status206PartialContent)
         {
             headers.ContentRange = string.Create(CultureInfo.InvariantCulture, $"bytes {start}-{start + count - 1}/{file.Length}");
         }
@@ -144,7 +154,11 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         {
             // Start first: the headers and the first body bytes then leave in one write.
             await response.StartAsync(aborted);
-            if (file.Content is not null)
+            if (multipart is not null)
+            {
+                result = await WriteMultipartAsync(response, file, owned ?? file.Handle, multipart, aborted);
+            }
+            else if (file.Content is not null)
             {
                 // Cached bytes: one copy into the pipe, no file-system call. On HTTP/1.1 no flush of our own:
                 // Kestrel flushes when the request completes, so headers and body leave in one write, and skipping
@@ -206,14 +220,57 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         return true;
     }
 
+    // Each part's header block, then its bytes, then the closing delimiter. Parts are copied, never sent as zero-copy
+    // holes: a hole is one whole body.
+    private async ValueTask<FileSendStatus> WriteMultipartAsync(
+        HttpResponse response, FileVersion file, Microsoft.Win32.SafeHandles.SafeFileHandle? handle, MultipartByteRanges multipart, CancellationToken aborted)
+    {
+        PipeWriter writer = response.BodyWriter;
+        int bufferSize = ReadSizePolicy.For(options, response.HttpContext.Request.Protocol);
+        foreach (MultipartByteRanges.Part part in multipart.Parts)
+        {
+            writer.Write(part.Header);
+            (long start, long count) = (part.Range.Start, part.Range.Count);
+            FileSendStatus status = file.Content is not null ? Copy(writer, file.Content, start, count)
+                : handle is not null ? await FileBodyWriter.WriteAsync(writer, handle, start, count, bufferSize, options.SynchronousReadThreshold, aborted, flushAtEnd: false)
+                : await StreamBodyWriter.WriteAsync(writer, file.FileInfo!, start, count, bufferSize, aborted);
+            if (status != FileSendStatus.Completed)
+            {
+                return status;
+            }
+        }
+
+        // An explicit flush: Kestrel's HTTP/1.1 producer flushes at the end only what it counted as unflushed, and bytes
+        // advanced after an earlier flush (the later parts and the closing delimiter) are not counted.
+        writer.Write(multipart.Closing);
+        FlushResult flushed = await writer.FlushAsync(aborted);
+        return flushed.IsCanceled ? FileSendStatus.ClientDisconnected : FileSendStatus.Completed;
+
+        static FileSendStatus Copy(PipeWriter writer, byte[] content, long start, long count)
+        {
+            writer.Write(content.AsSpan((int)start, (int)count));
+            return FileSendStatus.Completed;
+        }
+    }
+
     /// <summary>
-    /// The status for a GET or HEAD of <paramref name="file"/>: preconditions (RFC 9110 13.2.2), then for GET a
-    /// single byte range honoured only if If-Range allows it. <paramref name="start"/> and <paramref name="count"/>
-    /// are the bytes to send for 200 and 206.
+    /// The status for a GET or HEAD of <paramref name="file"/>: preconditions (RFC 9110 13.2.2), then for GET the
+    /// byte ranges, honoured only if If-Range allows it. <paramref name="start"/> and <paramref name="count"/> are the
+    /// bytes to send for 200 and a single-part 206; <paramref name="ranges"/> the parts of a multipart 206.
     /// </summary>
     internal static int Evaluate(
-        IHeaderDictionary headers, FileVersion file, bool isGet, bool isHead, bool enableRanges, RequestHeaderCache? parsed, out long start, out long count)
+        IHeaderDictionary headers,
+        FileVersion file,
+        bool isGet,
+        bool isHead,
+        bool enableRanges,
+        RequestHeaderCache? parsed,
+        int maxRanges,
+        out long start,
+        out long count,
+        out ByteRange[]? ranges)
     {
+        ranges = null;
         int status = EvaluatePreconditions(headers, file, isGet || isHead, parsed);
         start = 0;
         count = file.Length;
@@ -232,9 +289,15 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         RangeKind kind = parsed is not null
             ? parsed.Range(range.ToString(), file.Length, out start, out count)
             : ByteRangeParser.Parse(range.ToString(), file.Length, out start, out count);
+        if (kind == RangeKind.None && maxRanges > 1 && range.ToString().Contains(','))
+        {
+            kind = ByteRangeSet.Parse(range.ToString(), file.Length, maxRanges, out ranges, out start, out count);
+        }
+
         switch (kind)
         {
             case RangeKind.Single:
+            case RangeKind.Multiple:
                 return StatusCodes.Status206PartialContent;
             case RangeKind.Unsatisfiable:
                 return StatusCodes.Status416RangeNotSatisfiable;

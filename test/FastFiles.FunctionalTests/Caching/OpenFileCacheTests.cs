@@ -37,25 +37,35 @@ public sealed class OpenFileCacheTests : IAsyncLifetime
             app => app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root), ServeUnknownFileTypes = true }),
             services => services.AddFastFiles(o => o.MaxOpenFiles = maxOpenFiles));
 
-    public static TheoryData<Transport, int, int> Sharing() => new()
+    public static TheoryData<string, int, int> Sharing() => new()
     {
-        { Transport.Http11, 1024, 1 },
-        { Transport.H2c, 1024, 1 },
-        { Transport.H2Tls, 1024, 1 },
+        { "http/1.1", 1024, 1 },
+        { "h2c", 1024, 1 },
+        { "h2", 1024, 1 },
         // The control: without the open-file cache each response opens its own descriptor.
-        { Transport.Http11, 0, 2 },
+        { "http/1.1", 0, 2 },
+    };
+
+    // HTTP/1.1 on the copying endpoint: the zero-copy send path reopens a descriptor of its own for a client that
+    // stops reading (see SendPathWriter), which is not what this test counts.
+    private static HttpRequestMessage Request(TestHost host, string protocol, string path) => protocol switch
+    {
+        "h2c" => host.Request(Transport.H2c, path),
+        "h2" => host.Request(Transport.H2Tls, path),
+        _ => new HttpRequestMessage(HttpMethod.Get, new Uri(host.HttpCopy, path)) { Version = HttpVersion.Version11, VersionPolicy = HttpVersionPolicy.RequestVersionExact },
     };
 
     [Theory]
     [MemberData(nameof(Sharing))]
-    public async Task Concurrent_responses_share_one_kept_descriptor(Transport transport, int maxOpenFiles, int expectedDescriptors)
+    public async Task Concurrent_responses_share_one_kept_descriptor(string protocol, int maxOpenFiles, int expectedDescriptors)
     {
         byte[] content = _files.Create("big.bin", StallingLength);
         TestHost host = await StartAsync(maxOpenFiles);
 
         // Two responses whose clients read one chunk and stop: both bodies are being read from disk at once.
-        using HttpResponseMessage first = await host.Client.SendAsync(host.Request(transport, "/big.bin"), HttpCompletionOption.ResponseHeadersRead);
-        using HttpResponseMessage second = await host.Client.SendAsync(host.Request(transport, "/big.bin"), HttpCompletionOption.ResponseHeadersRead);
+        using HttpResponseMessage first = await host.Client.SendAsync(Request(host, protocol, "/big.bin"), HttpCompletionOption.ResponseHeadersRead);
+        using HttpResponseMessage second = await host.Client.SendAsync(Request(host, protocol, "/big.bin"), HttpCompletionOption.ResponseHeadersRead);
+        Assert.Equal(HttpStatusCode.OK, first.StatusCode);
         await using Stream firstBody = await first.Content.ReadAsStreamAsync();
         await using Stream secondBody = await second.Content.ReadAsStreamAsync();
         var buffer = new byte[64 * 1024];
