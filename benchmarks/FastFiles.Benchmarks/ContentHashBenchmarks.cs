@@ -1,7 +1,6 @@
 using BenchmarkDotNet.Attributes;
 using FastFiles.Benchmarks.Infrastructure;
-using FastFiles.Caching;
-using FastFiles.StaticFiles;
+using FastFiles.Files;
 using Microsoft.Win32.SafeHandles;
 
 namespace FastFiles.Benchmarks;

@@ -1,7 +1,5 @@
 using System.Net;
-using FastFiles.Results;
 using FastFiles.Sample;
-using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.Extensions.FileProviders;
@@ -45,14 +43,14 @@ builder.WebHost.ConfigureKestrel(kestrel =>
 {
     // FastFiles' connection-level parts: configuration endpoints (Kestrel:Endpoints) get them here, including the
     // zero-copy send path (sendfile) on plaintext ones.
-    kestrel.UseFastFiles(fastFiles => fastFiles.EnableZeroCopySendFile = true);
+    kestrel.UseFastFilesConnections(fastFiles => fastFiles.EnableZeroCopySendFile = true);
     kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = certificate);
     if (!customUrls)
     {
         // Code endpoints add them per endpoint: the request header cache, and after UseHttps the HTTP/2 TLS stage.
         // Plaintext: the zero-copy send path first (outermost), so file bodies go out with sendfile(2).
-        kestrel.Listen(IPAddress.Loopback, 5080, listen => listen.UseZeroCopySendFile().UseFastFiles());
-        kestrel.Listen(IPAddress.Loopback, 5443, listen => listen.UseHttps(certificate).UseFastFiles());
+        kestrel.Listen(IPAddress.Loopback, 5080, listen => listen.UseZeroCopySendFile().UseFastFilesConnections());
+        kestrel.Listen(IPAddress.Loopback, 5443, listen => listen.UseHttps(certificate).UseFastFilesConnections());
     }
 });
 
@@ -70,16 +68,9 @@ var app = builder.Build();
 app.UseFastSendFile();
 app.UseFastFiles();
 
-// A file result with ranges, conditionals and a download name. The route value is a path under the root;
-// anything resolving outside it is a 404.
-string rootPrefix = Path.TrimEndingDirectorySeparator(root) + Path.DirectorySeparatorChar;
-app.MapGet("/download/{**path}", (string path) =>
-{
-    string full = Path.GetFullPath(Path.Combine(rootPrefix, path));
-    return full.StartsWith(rootPrefix, StringComparison.Ordinal)
-        ? FastResults.PhysicalFile(full, fileDownloadName: Path.GetFileName(full))
-        : Results.NotFound();
-});
+// A file result with ranges, conditionals and a download name. The route value is resolved under the root as
+// UseFastFiles resolves request paths: dot segments, dotfiles and symbolic links out of the root are a 404.
+app.MapGet("/download/{**path}", (string path) => FastResults.File(root, path, fileDownloadName: Path.GetFileName(path)));
 
 await app.StartAsync();
 var addresses = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()?.Addresses ?? [];

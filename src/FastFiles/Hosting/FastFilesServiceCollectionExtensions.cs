@@ -1,7 +1,7 @@
 using System.Diagnostics.Metrics;
-using FastFiles;
-using FastFiles.Caching;
+using FastFiles.Diagnostics;
 using FastFiles.StaticFiles;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 

@@ -1,4 +1,8 @@
-using FastFiles.StaticFiles;
+using FastFiles.Diagnostics;
+using FastFiles.Files;
+using FastFiles.Http;
+using FastFiles.Responses;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Mvc;
 using Microsoft.AspNetCore.StaticFiles;
@@ -8,7 +12,7 @@ using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Options;
 using Microsoft.Net.Http.Headers;
 
-namespace FastFiles.Results;
+namespace Microsoft.AspNetCore.Http;
 
 /// <summary>
 /// Sends a file from disk with FastFiles' semantics: strong ETag and Last-Modified, conditional requests
@@ -35,8 +39,39 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
         ContentType = contentType ?? (ContentTypes.TryGetContentType(fileName, out string? inferred) ? inferred : "application/octet-stream");
     }
 
-    /// <summary>The absolute path of the file to send.</summary>
+    /// <summary>
+    /// Creates a result for <paramref name="relativePath"/> under <paramref name="root"/>, resolved as <c>UseFastFiles</c>
+    /// resolves request paths: dot segments, backslashes, NUL and (unless allowed) dotfiles are refused, and a file
+    /// whose real location is outside the root (reached through a symbolic link) is a 404.
+    /// </summary>
+    internal FastPhysicalFileResult(string root, string relativePath, string? contentType)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(root);
+        ArgumentNullException.ThrowIfNull(relativePath);
+        if (!Path.IsPathFullyQualified(root))
+        {
+            throw new ArgumentException("The root must be absolute.", nameof(root));
+        }
+
+        RootDirectory = root;
+        FileName = relativePath;
+        ContentType = contentType ?? (ContentTypes.TryGetContentType(relativePath, out string? inferred) ? inferred : "application/octet-stream");
+    }
+
+    /// <summary>The path of the file to send: absolute, or relative to <see cref="RootDirectory"/> when that is set.</summary>
     public string FileName { get; }
+
+    /// <summary>The directory <see cref="FileName"/> is relative to, for results made by <see cref="FastResults.File"/>.</summary>
+    /// <remarks>Defaults to <see langword="null"/>: <see cref="FileName"/> is absolute and used as given.</remarks>
+    public string? RootDirectory { get; }
+
+    /// <summary>With <see cref="RootDirectory"/>: whether files and directories whose name starts with a dot may be sent.</summary>
+    /// <remarks>Defaults to <see langword="false"/>.</remarks>
+    public bool ServeDotFiles { get; init; }
+
+    /// <summary>With <see cref="RootDirectory"/>: whether a symbolic link that resolves outside the root may be followed.</summary>
+    /// <remarks>Defaults to <see langword="false"/>: such a file is a 404, as in <c>UseFastFiles</c>.</remarks>
+    public bool FollowSymlinksOutsideRoot { get; init; }
 
     /// <summary>The Content-Type sent with the file.</summary>
     public string ContentType { get; }
@@ -68,12 +103,24 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
         FastFilesOptions options = services?.GetService<IOptions<FastFilesOptions>>()?.Value ?? new FastFilesOptions();
         ILogger logger = services?.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Results") ?? NullLogger.Instance;
 
-        FileVersion file;
-        try
+        FileVersion? file;
+        if (RootDirectory is not null)
         {
-            file = FileVersion.Open(FileName, contentEncoding: null);
+            file = OpenUnderRoot();
         }
-        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+        else
+        {
+            try
+            {
+                file = FileVersion.Open(FileName, contentEncoding: null);
+            }
+            catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+            {
+                file = null;
+            }
+        }
+
+        if (file is null)
         {
             Log.FileNotFound(logger, FileName);
             httpContext.Response.StatusCode = StatusCodes.Status404NotFound;
@@ -99,6 +146,39 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
                 LogName = FileName,
             };
             await new FileResponder(options, logger).SendAsync(httpContext, file, settings);
+        }
+    }
+
+    private FileVersion? OpenUnderRoot()
+    {
+        // Route values arrive decoded (except %2F) with their leading slash stripped; the checks are the middleware's.
+        string subpath = FileName.StartsWith('/') ? FileName : "/" + FileName;
+        if (!PathSafety.IsServable(subpath, ServeDotFiles))
+        {
+            return null;
+        }
+
+        return RootSources.For(RootDirectory!, FollowSymlinksOutsideRoot).TryOpen(subpath, contentEncoding: null, out FileVersion? file) == LookupResult.File
+            ? file
+            : null;
+    }
+
+    /// <summary>One file source per root, so the root's real path is resolved once, not per request.</summary>
+    private static class RootSources
+    {
+        // Roots are normally a handful of constants; past this many, sources are made per request instead of kept.
+        private const int MaxKept = 64;
+        private static readonly System.Collections.Concurrent.ConcurrentDictionary<(string Root, bool Follow), PhysicalFileSource> Sources = new();
+
+        public static PhysicalFileSource For(string root, bool followLinksOutsideRoot)
+        {
+            if (Sources.TryGetValue((root, followLinksOutsideRoot), out PhysicalFileSource? source))
+            {
+                return source;
+            }
+
+            source = new PhysicalFileSource(root, followLinksOutsideRoot);
+            return Sources.Count < MaxKept ? Sources.GetOrAdd((root, followLinksOutsideRoot), source) : source;
         }
     }
 }

@@ -1,4 +1,4 @@
-namespace FastFiles.Results;
+namespace Microsoft.AspNetCore.Http;
 
 /// <summary>Factory methods for FastFiles' results, in the style of <c>Results.File</c>.</summary>
 public static class FastResults
@@ -11,4 +11,20 @@ public static class FastResults
     /// <returns>A result usable from minimal APIs and MVC.</returns>
     public static FastPhysicalFileResult PhysicalFile(string path, string? contentType = null, string? fileDownloadName = null, bool enableRangeProcessing = true)
         => new(path, contentType) { FileDownloadName = fileDownloadName, EnableRangeProcessing = enableRangeProcessing };
+
+    /// <summary>
+    /// Sends the file at <paramref name="relativePath"/> under <paramref name="root"/>, resolved the way <c>UseFastFiles</c>
+    /// resolves request paths: <c>.</c>/<c>..</c> segments, backslashes, NUL and dotfiles are refused, the path is
+    /// appended to the root (an absolute-looking value stays under it), and a file whose real location is outside the
+    /// root (through a symbolic link, at any depth) is a 404. Use it for paths that come from a request (route values,
+    /// query strings) instead of combining and comparing path strings yourself.
+    /// </summary>
+    /// <param name="root">An absolute path to the directory files are served from.</param>
+    /// <param name="relativePath">The file's path under <paramref name="root"/>, with <c>/</c> separators (a leading <c>/</c> is optional).</param>
+    /// <param name="contentType">The Content-Type; <see langword="null"/> (the default) infers it from the extension.</param>
+    /// <param name="fileDownloadName">A download name for Content-Disposition; <see langword="null"/> (the default) sends none.</param>
+    /// <param name="enableRangeProcessing">Whether Range requests are honoured. Defaults to <see langword="true"/>.</param>
+    /// <returns>A result usable from minimal APIs and MVC; a 404 when the path is refused or names no regular file.</returns>
+    public static FastPhysicalFileResult File(string root, string relativePath, string? contentType = null, string? fileDownloadName = null, bool enableRangeProcessing = true)
+        => new(root, relativePath, contentType) { FileDownloadName = fileDownloadName, EnableRangeProcessing = enableRangeProcessing };
 }

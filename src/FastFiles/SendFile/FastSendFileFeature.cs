@@ -1,6 +1,9 @@
+using Microsoft.AspNetCore.Builder;
 using System.IO.Pipelines;
+using FastFiles.Diagnostics;
 using FastFiles.IO;
 using Microsoft.AspNetCore.Http.Features;
+using Microsoft.AspNetCore.Server.Kestrel.Core.Features;
 using Microsoft.Extensions.Logging;
 using Microsoft.Win32.SafeHandles;
 
@@ -11,7 +14,7 @@ namespace FastFiles.SendFile;
 /// forwards to Kestrel. One instance is kept per Kestrel protocol object (they are reused per connection and
 /// per pooled HTTP/2 stream), so installing it allocates nothing per request.
 /// </summary>
-internal sealed class FastSendFileFeature : IHttpResponseBodyFeature
+internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardingResponseBody
 {
     private readonly IHttpResponseBodyFeature _inner;
     private readonly IHttpRequestLifetimeFeature _lifetime;
@@ -68,6 +71,9 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature
         FileSendStatus status;
         try
         {
+            // Kestrel's HTTP/1.1 rate check does not count advanced bytes: size its grace for one copy batch.
+            ResponseDataRate.AllowUncountedFlushes(_inner as IHttpMinResponseDataRateFeature, Math.Min(toSend, FileBodyWriter.FlushThreshold));
+
             // Start the response first so the headers and the first body bytes leave in one write.
             await _inner.StartAsync(aborted);
             // Kestrel's protocol object is also the request's feature collection (it falls back to the connection's).

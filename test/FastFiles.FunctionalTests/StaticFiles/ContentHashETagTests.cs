@@ -5,7 +5,6 @@ using System.Net.Http.Headers;
 using System.Security.Cryptography;
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
-using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.FileProviders;

@@ -2,7 +2,6 @@ using System.Buffers.Text;
 using System.Net;
 using System.Security.Cryptography;
 using FastFiles.FunctionalTests.Infrastructure;
-using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.DependencyInjection;
