@@ -144,6 +144,16 @@ internal static class BenchModes
             Listen = listen => listen.UseFastFilesConnections(),
         },
 
+        // The open-file cache's twin: fastfiles-coalesce (today's defaults) with large files opened and closed per request.
+        ["fastfiles-noopenfiles"] = new(
+            "fastfiles-coalesce with the open-file cache off (MaxOpenFiles = 0)",
+            services => services.AddFastFiles(o => o.MaxOpenFiles = 0),
+            (app, root) => app.UseFastFiles(FastOptions(root)))
+        {
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(),
+            Listen = listen => listen.UseFastFilesConnections(),
+        },
+
         // The HTTP/1.1 static lane on top of today's defaults (the fastfiles-coalesce twin): cached GET/HEAD answered
         // before Kestrel parses them, on the HTTP/1.1 and TLS endpoints (the h2c endpoint has no HTTP/1.1, so no lane).
         ["fastfiles-lane"] = new(

@@ -52,7 +52,14 @@ builder.WebHost.ConfigureKestrel(kestrel =>
 {
     // FastFiles' connection-level parts on every endpoint, bound from URLs or from Kestrel:Endpoints: TLS record
     // coalescing on HTTPS ones, the zero-copy send path (sendfile) on plaintext ones, the request header cache on all.
-    kestrel.UseFastFilesConnections(fastFiles => fastFiles.EnableZeroCopySendFile = true);
+    // The HTTP/1.1 static lane serves wwwroot on every endpoint (with UseFastFiles' options, below) before Kestrel
+    // parses a request; what it does not handle goes to the app as usual. Lane requests skip the app's middleware, so
+    // only public roots belong in it.
+    kestrel.UseFastFilesConnections(fastFiles =>
+    {
+        fastFiles.EnableZeroCopySendFile = true;
+        fastFiles.EnableStaticLane = true;
+    });
     kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = certificate);
 });
 
@@ -66,6 +73,9 @@ builder.Services.ConfigureFastStaticFiles(options =>
     options.FileProvider = new PhysicalFileProvider(root);
     options.DefaultFileNames = ["index.html"];
 });
+
+// The lane's one root: UseFastFiles' own root and options (Files and PhysicalPath left null).
+builder.Services.ConfigureStaticLane(lane => lane.Roots.Add(new StaticLaneRootOptions()));
 
 var app = builder.Build();
 

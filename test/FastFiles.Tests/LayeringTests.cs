@@ -48,6 +48,7 @@ public sealed class LayeringTests
         ["Microsoft.AspNetCore.Builder.FastStaticFileOptions"] = "FastFiles.StaticFiles",
         ["Microsoft.AspNetCore.Builder.StaticLaneOptions"] = "FastFiles.StaticFiles",
         ["Microsoft.AspNetCore.Builder.StaticLaneRootOptions"] = "FastFiles.StaticFiles",
+        ["Microsoft.AspNetCore.Http.IFastFilesFingerprinter"] = "FastFiles.StaticFiles",
         ["Microsoft.AspNetCore.Builder.FastFilesKestrelOptions"] = "FastFiles.Connections",
         ["Microsoft.AspNetCore.Builder.Http2TlsOutputStageOptions"] = "FastFiles.Connections",
         ["Microsoft.AspNetCore.Builder.Http2TlsOutputStageMode"] = "FastFiles.Connections",

@@ -35,6 +35,11 @@ internal sealed class StaticLaneConnectionMiddleware
     // of many small requests for large files cannot buffer without bound.
     private const int FlushThreshold = 64 * 1024;
 
+    // A request the lane waits for in pieces: at most this many reads and bytes (requests are a few hundred bytes; a
+    // slower or larger one goes to Kestrel, whose parser is incremental).
+    private const int MaxPartialReads = 4;
+    private const int MaxPartialBytes = 8 * 1024;
+
     private const int StatusCodes200 = 200;
     private const int StatusCodes206 = 206;
     private const int StatusCodes304 = 304;
@@ -45,7 +50,8 @@ internal sealed class StaticLaneConnectionMiddleware
     private readonly ConnectionDelegate _next;
     private readonly StaticLaneRoot[] _roots;
     private readonly LaneLimits _limits;
-    private readonly TimeSpan _keepAliveTimeout;
+    private readonly long _keepAliveTimeoutMs;
+    private readonly long _requestHeadersTimeoutMs;
     private readonly MinDataRate? _minResponseDataRate;
     private readonly FastFilesMetrics _metrics;
     private readonly ILogger _logger;
@@ -55,7 +61,8 @@ internal sealed class StaticLaneConnectionMiddleware
         _next = next;
         _roots = roots;
         _limits = LaneLimits.From(limits);
-        _keepAliveTimeout = limits.KeepAliveTimeout;
+        _keepAliveTimeoutMs = (long)limits.KeepAliveTimeout.TotalMilliseconds;
+        _requestHeadersTimeoutMs = (long)limits.RequestHeadersTimeout.TotalMilliseconds;
         _minResponseDataRate = limits.MinResponseDataRate;
         _metrics = metrics;
         _logger = logger;
@@ -78,19 +85,26 @@ internal sealed class StaticLaneConnectionMiddleware
         PipeWriter output = context.Transport.Output;
         var connection = new LaneConnection(context, input, context.Features.Get<IConnectionLifetimeNotificationFeature>());
         string? handOff = null;
+
+        // A request that has arrived in part: how many reads it has taken so far, and the deadline for the rest.
+        int partialReads = 0;
+        long headersDeadline = 0;
         try
         {
             while (true)
             {
-                if (!connection.EnterIdle(_keepAliveTimeout))
+                long deadline = partialReads > 0 ? headersDeadline : Environment.TickCount64 + _keepAliveTimeoutMs;
+                if (!connection.EnterWait(deadline))
                 {
                     break;
                 }
 
                 ReadResult result = await input.ReadAsync();
-                if (connection.LeaveIdle(result.IsCanceled))
+                if (connection.LeaveWait(result.IsCanceled))
                 {
                     // Keep-alive timeout or graceful shutdown while idle: close, as Kestrel does, without a response.
+                    // The rest of a request that did not come within RequestHeadersTimeout: close too (Kestrel would
+                    // first answer 408; the connection ends either way).
                     input.AdvanceTo(result.Buffer.Start);
                     break;
                 }
@@ -150,6 +164,24 @@ internal sealed class StaticLaneConnectionMiddleware
                     }
                 }
 
+                if (unhandled && reason == HandOffReason.Partial && !result.IsCompleted && !connection.CloseRequested
+                    && (served > 0 || partialReads < MaxPartialReads) && buffer.Slice(consumed).Length <= MaxPartialBytes)
+                {
+                    // The read ended inside a request (pipelined batches split anywhere): wait for the rest, within
+                    // Kestrel's RequestHeadersTimeout from its first bytes, for a few reads and a few KiB; a client
+                    // slower than that is Kestrel's to handle.
+                    if (served > 0 || partialReads == 0)
+                    {
+                        partialReads = 0;
+                        headersDeadline = Environment.TickCount64 + _requestHeadersTimeoutMs;
+                    }
+
+                    partialReads++;
+                    input.AdvanceTo(consumed, buffer.End);
+                    continue;
+                }
+
+                partialReads = 0;
                 if (unhandled && !close && !connection.CloseRequested)
                 {
                     // Kestrel's first read sees exactly the bytes from the unhandled request on (consumed and examined).
@@ -265,6 +297,13 @@ internal sealed class StaticLaneConnectionMiddleware
         }
 
         FileVersion version = response.Version;
+        if (version.ETag is null)
+        {
+            // No validator yet (a content hash being computed): the app's middleware knows how to wait for it.
+            reason = HandOffReason.Uncached;
+            return false;
+        }
+
         int status = StatusCodes200;
         long start = 0, count = version.Length;
 
@@ -304,6 +343,13 @@ internal sealed class StaticLaneConnectionMiddleware
         // RFC 9110 14.2: one range, GET only, after the preconditions.
         if (status == StatusCodes200 && !request.IsHead && !request.Range.IsEmpty)
         {
+            if (request.Range.Contains((byte)','))
+            {
+                // Several ranges are a multipart/byteranges response (FastFilesOptions.MaxRanges): the app's.
+                reason = HandOffReason.Header;
+                return false;
+            }
+
             Span<char> chars = stackalloc char[request.Range.Length];
             System.Text.Ascii.ToUtf16(request.Range, chars, out _);
             switch (ByteRangeParser.Parse(chars, version.Length, out long rangeStart, out long rangeCount))

@@ -64,8 +64,11 @@ internal sealed class LaneConnection : IDisposable
 
     public bool CloseRequested => _closeRequested;
 
-    /// <summary>Before waiting for the next request; false when the connection should close instead.</summary>
-    public bool EnterIdle(TimeSpan keepAlive)
+    /// <summary>
+    /// Before waiting for bytes (the next request, or the rest of one) until <paramref name="deadline"/>
+    /// (<see cref="Environment.TickCount64"/>); false when the connection should close instead.
+    /// </summary>
+    public bool EnterWait(long deadline)
     {
         lock (_lock)
         {
@@ -74,13 +77,13 @@ internal sealed class LaneConnection : IDisposable
                 return false;
             }
 
-            _idleDeadline = Environment.TickCount64 + (long)keepAlive.TotalMilliseconds;
+            _idleDeadline = deadline;
             return true;
         }
     }
 
-    /// <summary>After the read; true when the idle wait ended by timeout or shutdown (close the connection).</summary>
-    public bool LeaveIdle(bool canceled)
+    /// <summary>After the read; true when the wait ended by its deadline or by shutdown.</summary>
+    public bool LeaveWait(bool canceled)
     {
         lock (_lock)
         {

@@ -90,6 +90,11 @@ public static class StaticLaneListenOptionsExtensions
                 throw new InvalidOperationException("A static lane root cannot use OnPrepareResponse: lane responses never run application code.");
             }
 
+            if (files.EnableContentHashETags)
+            {
+                throw new InvalidOperationException("A static lane root cannot use EnableContentHashETags (yet): its responses use modification-time ETags.");
+            }
+
             string physical = root.PhysicalPath
                 ?? (files.FileProvider as PhysicalFileProvider)?.Root
                 ?? (files.FileProvider is null ? services.GetService<IWebHostEnvironment>()?.WebRootPath : null)
