@@ -30,15 +30,7 @@ public sealed class StartupWarningTests
     {
         await using Started started = await StartAsync(
             ["--urls", "https://127.0.0.1:0"],
-            builder =>
-            {
-                builder.Services.AddFastFiles();
-                builder.WebHost.ConfigureKestrel(kestrel =>
-                {
-                    kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
-                    kestrel.UseFastFilesConnections();
-                });
-            });
+            UrlEndpoints(addFastFiles: true));
 
         Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
         Assert.True(started.Coalesced.Total >= 1, "the URL-bound HTTPS connection was not coalesced");
@@ -52,11 +44,7 @@ public sealed class StartupWarningTests
     {
         await using Started started = await StartAsync(
             ["--urls", "https://127.0.0.1:0"],
-            builder => builder.WebHost.ConfigureKestrel(kestrel =>
-            {
-                kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
-                kestrel.UseFastFilesConnections();
-            }));
+            UrlEndpoints(addFastFiles: false));
 
         Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
         Assert.Equal(0, started.Coalesced.Total);
@@ -69,21 +57,11 @@ public sealed class StartupWarningTests
     [Fact]
     public async Task Parts_added_before_UseHttps_are_named_in_a_warning()
     {
-        await using Started started = await StartAsync(
-            [],
-            builder =>
-            {
-                builder.Services.AddFastFiles();
-                builder.WebHost.ConfigureKestrel(kestrel =>
-                {
-                    kestrel.UseFastFilesConnections();
-                    kestrel.Listen(IPAddress.Loopback, 0, listen =>
-                    {
-                        listen.UseFastFilesConnections();
-                        listen.UseHttps(TestCertificate.Instance);
-                    });
-                });
-            });
+        await using Started started = await StartAsync([], CodeEndpoint(listen =>
+        {
+            listen.UseFastFilesConnections();
+            listen.UseHttps(TestCertificate.Instance);
+        }));
 
         LogCapture.Entry warning = Assert.Single(started.Logs.WithId(TlsPartsNotApplied));
         Assert.Contains(started.Address, warning.Message, StringComparison.Ordinal);
@@ -93,17 +71,7 @@ public sealed class StartupWarningTests
     [Fact]
     public async Task Code_endpoint_with_parts_after_UseHttps_gets_no_warning()
     {
-        await using Started started = await StartAsync(
-            [],
-            builder =>
-            {
-                builder.Services.AddFastFiles();
-                builder.WebHost.ConfigureKestrel(kestrel =>
-                {
-                    kestrel.UseFastFilesConnections();
-                    kestrel.Listen(IPAddress.Loopback, 0, listen => listen.UseHttps(TestCertificate.Instance).UseFastFilesConnections());
-                });
-            });
+        await using Started started = await StartAsync([], CodeEndpoint(listen => listen.UseHttps(TestCertificate.Instance).UseFastFilesConnections()));
 
         Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
         Assert.True(started.Coalesced.Total >= 1);
@@ -115,15 +83,7 @@ public sealed class StartupWarningTests
     {
         await using Started started = await StartAsync(
             ["--urls", "https://127.0.0.1:0", "--FastFiles:Kestrel:EnableTlsRecordCoalescing=false"],
-            builder =>
-            {
-                builder.Services.AddFastFiles();
-                builder.WebHost.ConfigureKestrel(kestrel =>
-                {
-                    kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
-                    kestrel.UseFastFilesConnections();
-                });
-            });
+            UrlEndpoints(addFastFiles: true));
 
         Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
         Assert.Equal(0, started.Coalesced.Total);
@@ -178,6 +138,31 @@ public sealed class StartupWarningTests
         Assert.Equal(HttpStatusCode.OK, response.StatusCode);
         Assert.Equal("public, max-age=77", response.Header("Cache-Control"));
     }
+
+    // Endpoints from --urls, with the test certificate as Kestrel's default (what UseHttps() without arguments uses).
+    private static Action<WebApplicationBuilder> UrlEndpoints(bool addFastFiles) => builder =>
+    {
+        if (addFastFiles)
+        {
+            builder.Services.AddFastFiles();
+        }
+
+        builder.WebHost.ConfigureKestrel(kestrel =>
+        {
+            kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
+            kestrel.UseFastFilesConnections();
+        });
+    };
+
+    private static Action<WebApplicationBuilder> CodeEndpoint(Action<ListenOptions> configure) => builder =>
+    {
+        builder.Services.AddFastFiles();
+        builder.WebHost.ConfigureKestrel(kestrel =>
+        {
+            kestrel.UseFastFilesConnections();
+            kestrel.Listen(IPAddress.Loopback, 0, configure);
+        });
+    };
 
     private static string WriteAssets(TestFiles files)
     {
