@@ -69,6 +69,8 @@ class Workload:
     # Request headers a browser sends for a stylesheet; "revalidate" adds If-Modified-Since (now), so every
     # server answers 304 without needing its own ETag.
     browser: bool = False
+    # Extra request headers (e.g. a multi-range Range), sent by wrk and h2load alike.
+    headers: tuple[str, ...] = ()
     revalidate: bool = False
     # wrk over TLS (HTTP/1.1 via ALPN), to show the HTTP/2 TLS stage leaves it alone.
     tls: bool = False
@@ -94,6 +96,8 @@ BROWSER_HEADERS = [
 ]
 
 
+MULTI_RANGE = "Range: bytes=0-65535,262144-327679,524288-589823,786432-851967"
+
 WORKLOADS = [
     Workload("h1-1k", "http1", "HTTP/1.1 keep-alive, 1 KiB", "wrk", "f1k.bin", connections=32),
     Workload("h1-1k-browser", "http1", "HTTP/1.1 keep-alive, 1 KiB, browser headers", "wrk", "f1k.bin", connections=32, browser=True),
@@ -109,6 +113,11 @@ WORKLOADS = [
     Workload("h2-1x70-1k", "h2", "HTTP/2 TLS, 1 conn x 70 streams, 1 KiB", "h2load", "f1k.bin", 1, 70),
     Workload("h2-1x70-64k", "h2", "HTTP/2 TLS, 1 conn x 70 streams, 64 KiB", "h2load", "f64k.bin", 1, 70),
     Workload("h2-1x16-1m", "h2", "HTTP/2 TLS, 1 conn x 16 streams, 1 MiB", "h2load", "f1m.bin", 1, 16, ratio_metric="mbps"),
+    # Four 64 KiB ranges of a 1 MiB file: a 206 multipart/byteranges body of about 256 KiB from every server.
+    Workload("h1-1m-ranges4", "http1", "HTTP/1.1 keep-alive, 1 MiB, 4 ranges (multipart/byteranges)", "wrk", "f1m.bin", connections=16,
+             headers=(MULTI_RANGE,)),
+    Workload("h2-1x16-1m-ranges4", "h2", "HTTP/2 TLS, 1 conn x 16 streams, 1 MiB, 4 ranges (multipart/byteranges)", "h2load", "f1m.bin", 1, 16,
+             ratio_metric="mbps", headers=(MULTI_RANGE,)),
     Workload("h2-1x1-1k", "h2", "HTTP/2 TLS, 1 conn x 1 stream, 1 KiB", "h2load", "f1k.bin", 1, 1),
     Workload("h2-1x1-64k", "h2", "HTTP/2 TLS, 1 conn x 1 stream, 64 KiB", "h2load", "f64k.bin", 1, 1),
     Workload("h2-16x100-mixed", "h2", "HTTP/2 TLS, 16 conns x 100 streams, 20 files of 1-85 KiB", "h2load", None, 16, 100),
@@ -397,6 +406,8 @@ def load_command(workload: Workload, server: Server, duration: int, work: Path) 
         if not script.exists():
             script.write_text(WRK_SCRIPT)
         headers: list[str] = []
+        for header in workload.headers:
+            headers += ["-H", header]
         if workload.browser:
             for header in BROWSER_HEADERS:
                 headers += ["-H", header]
@@ -406,6 +417,8 @@ def load_command(workload: Workload, server: Server, duration: int, work: Path) 
                       "-s", str(script)] + headers + [server.url(workload.path, tls=workload.tls)]
     # The h2load warm-up lets all connections finish their handshakes before the measured window opens.
     argv = pin + ["h2load", "-t1", f"-c{workload.connections}", f"-m{workload.streams}", "-D", str(duration), "--warm-up-time=1"]
+    for header in workload.headers:
+        argv += ["-H", header]
     if workload.window_bits is not None:
         argv += [f"--window-bits={workload.window_bits}", f"--connection-window-bits={workload.window_bits}"]
     if workload.h2c:
