@@ -139,6 +139,21 @@ internal static class BenchModes
             Listen = listen => listen.UseFastFiles(),
         },
 
+        // Issue 11: fastfiles-coalesce plus the zero-copy send path on the plaintext endpoint (file bodies of 16 KiB and
+        // more sent with sendfile(2); TLS and h2c responses are copied as before).
+        ["zerocopy"] = new(
+            "UseFastFiles with the connection-level defaults and the zero-copy send path (sendfile) on plaintext HTTP/1.1",
+            services => services.AddFastFiles(),
+            (app, root) => app.UseFastFiles(FastOptions(root)))
+        {
+            Kestrel = kestrel => kestrel.UseFastFiles(),
+            Listen = listen =>
+            {
+                listen.UseZeroCopySendFile();
+                listen.UseFastFiles();
+            },
+        },
+
         ["fastfiles-nocache"] = new(
             "UseFastFiles with the file cache off",
             services => services.AddFastFiles(o => o.EnableFileCache = false),

@@ -11,6 +11,7 @@ using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Http.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.FileProviders;
 using Microsoft.Extensions.Logging;
@@ -469,6 +470,44 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         {
             await Host.DisposeAsync();
             Files.Dispose();
+        }
+    }
+
+    [Fact]
+    public async Task A_plaintext_endpoint_from_configuration_gets_the_send_path()
+    {
+        var files = new TestFiles();
+        byte[] content = files.Create("page.txt", 100_000);
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
+        {
+            Args = ["--hostBuilder:reloadConfigOnChange=false"],
+            EnvironmentName = "Production",
+            ContentRootPath = AppContext.BaseDirectory,
+        });
+        builder.Logging.ClearProviders();
+        builder.Configuration.AddInMemoryCollection(new Dictionary<string, string?>
+        {
+            ["Kestrel:Endpoints:Plain:Url"] = "http://127.0.0.1:0",
+            ["Kestrel:Endpoints:Plain:Protocols"] = "Http1",
+        });
+        builder.WebHost.ConfigureKestrel(k => k.UseFastFiles(o => o.EnableZeroCopySendFile = true));
+        builder.Services.AddFastFiles(o => o.EnableFileCache = false);
+        await using WebApplication app = builder.Build();
+        app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(files.Root) });
+        await app.StartAsync();
+        try
+        {
+            using var sendfile = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
+            var address = new Uri(app.Services.GetRequiredService<Microsoft.AspNetCore.Hosting.Server.IServer>().Features
+                .Get<Microsoft.AspNetCore.Hosting.Server.Features.IServerAddressesFeature>()!.Addresses.Single());
+            RawResponse response = await RawHttp.SendAsync(address, "/page.txt");
+            Assert.Equal(content, response.Body);
+            Assert.Equal(content.Length, await WaitForAsync(() => sendfile.Total, content.Length));
+        }
+        finally
+        {
+            await app.StopAsync();
+            files.Dispose();
         }
     }
 
