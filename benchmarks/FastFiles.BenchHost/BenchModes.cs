@@ -1,5 +1,4 @@
-using FastFiles.Connections;
-using FastFiles.StaticFiles;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.AspNetCore.StaticFiles;
 using Microsoft.Extensions.FileProviders;
@@ -65,8 +64,8 @@ internal static class BenchModes
             (app, root) => app.UseFastFiles(FastOptions(root)))
         {
             // What a user adds for the connection-level parts, with defaults (the HTTP/2 TLS stage is opt-in).
-            Kestrel = kestrel => kestrel.UseFastFiles(o => o.EnableTlsRecordCoalescing = false),
-            Listen = listen => listen.UseFastFiles(),
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(o => o.EnableTlsRecordCoalescing = false),
+            Listen = listen => listen.UseFastFilesConnections(),
         },
 
         ["fastfiles-stage"] = new(
@@ -74,13 +73,13 @@ internal static class BenchModes
             services => services.AddFastFiles(),
             (app, root) => app.UseFastFiles(FastOptions(root)))
         {
-            Kestrel = kestrel => kestrel.UseFastFiles(o =>
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(o =>
             {
                 o.EnableTlsRecordCoalescing = false;
                 o.EnableHttp2TlsOutputStage = true;
                 o.Http2TlsOutputStage.Mode = Http2TlsOutputStageMode.Http2Only;
             }),
-            Listen = listen => listen.UseFastFiles(),
+            Listen = listen => listen.UseFastFilesConnections(),
         },
 
         // The "stage off" twin of fastfiles-stage: the same connection-level setup with FastFiles' defaults, so the
@@ -90,8 +89,8 @@ internal static class BenchModes
             services => services.AddFastFiles(),
             (app, root) => app.UseFastFiles(FastOptions(root)))
         {
-            Kestrel = kestrel => kestrel.UseFastFiles(o => o.EnableTlsRecordCoalescing = false),
-            Listen = listen => listen.UseFastFiles(),
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(o => o.EnableTlsRecordCoalescing = false),
+            Listen = listen => listen.UseFastFilesConnections(),
         },
 
         // Diagnostics for "where does the time go": the same 1 KiB body from memory with no file middleware at all
@@ -107,8 +106,8 @@ internal static class BenchModes
             services => services.AddFastFiles(),
             (app, root) => app.UseFastFiles(FastOptions(root)))
         {
-            Kestrel = kestrel => kestrel.UseFastFiles(o => o.EnableTlsRecordCoalescing = false),
-            Listen = listen => listen.UseFastFiles(),
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(o => o.EnableTlsRecordCoalescing = false),
+            Listen = listen => listen.UseFastFilesConnections(),
             InlineScheduling = true,
         },
 
@@ -124,9 +123,9 @@ internal static class BenchModes
                 kestrel.Limits.Http2.InitialConnectionWindowSize = 16 * 1024 * 1024;
                 kestrel.Limits.Http2.InitialStreamWindowSize = 12 * 1024 * 1024;
                 kestrel.Limits.Http2.MaxFrameSize = 256 * 1024;
-                kestrel.UseFastFiles(o => o.EnableTlsRecordCoalescing = false);
+                kestrel.UseFastFilesConnections(o => o.EnableTlsRecordCoalescing = false);
             },
-            Listen = listen => listen.UseFastFiles(),
+            Listen = listen => listen.UseFastFilesConnections(),
         },
 
         // Today's defaults; the modes above keep record coalescing off so each differs from its twin in one part only.
@@ -135,8 +134,8 @@ internal static class BenchModes
             services => services.AddFastFiles(),
             (app, root) => app.UseFastFiles(FastOptions(root)))
         {
-            Kestrel = kestrel => kestrel.UseFastFiles(),
-            Listen = listen => listen.UseFastFiles(),
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(),
+            Listen = listen => listen.UseFastFilesConnections(),
         },
 
         // Issue 11: fastfiles-coalesce plus the zero-copy send path on the plaintext endpoint (file bodies of 16 KiB and

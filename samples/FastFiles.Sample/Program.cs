@@ -1,7 +1,5 @@
 using System.Net;
-using FastFiles.Results;
 using FastFiles.Sample;
-using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.Extensions.FileProviders;
@@ -45,14 +43,14 @@ builder.WebHost.ConfigureKestrel(kestrel =>
 {
     // FastFiles' connection-level parts: configuration endpoints (Kestrel:Endpoints) get them here, including the
     // zero-copy send path (sendfile) on plaintext ones.
-    kestrel.UseFastFiles(fastFiles => fastFiles.EnableZeroCopySendFile = true);
+    kestrel.UseFastFilesConnections(fastFiles => fastFiles.EnableZeroCopySendFile = true);
     kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = certificate);
     if (!customUrls)
     {
         // Code endpoints add them per endpoint: the request header cache, and after UseHttps the HTTP/2 TLS stage.
         // Plaintext: the zero-copy send path first (outermost), so file bodies go out with sendfile(2).
-        kestrel.Listen(IPAddress.Loopback, 5080, listen => listen.UseZeroCopySendFile().UseFastFiles());
-        kestrel.Listen(IPAddress.Loopback, 5443, listen => listen.UseHttps(certificate).UseFastFiles());
+        kestrel.Listen(IPAddress.Loopback, 5080, listen => listen.UseZeroCopySendFile().UseFastFilesConnections());
+        kestrel.Listen(IPAddress.Loopback, 5443, listen => listen.UseHttps(certificate).UseFastFilesConnections());
     }
 });
 

@@ -1,4 +1,4 @@
-namespace FastFiles;
+namespace Microsoft.AspNetCore.Builder;
 
 /// <summary>
 /// Process-wide settings for how FastFiles reads files and writes them to responses. Bind them from the

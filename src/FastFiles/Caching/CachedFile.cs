@@ -1,4 +1,5 @@
-using FastFiles.StaticFiles;
+using FastFiles.Files;
+using FastFiles.Http;
 
 namespace FastFiles.Caching;
 
@@ -36,7 +37,7 @@ internal sealed class CachedFile
         {
             if (variant is not null)
             {
-                Available |= ToCoding(variant.ContentEncoding);
+                Available |= Sidecar.FromToken(variant.ContentEncoding);
             }
         }
 
@@ -85,19 +86,6 @@ internal sealed class CachedFile
         }
     }
 
-    public FileVersion Select(ContentCodings coding) => coding switch
-    {
-        ContentCodings.Brotli => Variants[Sidecar.Brotli] ?? Identity,
-        ContentCodings.Zstd => Variants[Sidecar.Zstd] ?? Identity,
-        ContentCodings.Gzip => Variants[Sidecar.Gzip] ?? Identity,
-        _ => Identity,
-    };
-
-    private static ContentCodings ToCoding(string? token) => token switch
-    {
-        "br" => ContentCodings.Brotli,
-        "zstd" => ContentCodings.Zstd,
-        "gzip" => ContentCodings.Gzip,
-        _ => ContentCodings.None,
-    };
+    public FileVersion Select(ContentCodings coding)
+        => coding == ContentCodings.None ? Identity : Variants[Sidecar.IndexOf(coding)] ?? Identity;
 }

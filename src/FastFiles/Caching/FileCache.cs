@@ -1,5 +1,8 @@
 using System.Collections.Concurrent;
-using FastFiles.StaticFiles;
+using FastFiles.Diagnostics;
+using FastFiles.Http;
+using FastFiles.Files;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Logging;
 
 namespace FastFiles.Caching;
@@ -15,7 +18,7 @@ namespace FastFiles.Caching;
 /// Content is read once with the stamp taken before and after; if the file changed while it was read the bytes
 /// are not cached. A cached version is immutable, so one response never mixes two versions.
 /// </remarks>
-internal sealed class FileCache : IDisposable
+internal sealed class FileCache : IDisposable, ICacheGauges
 {
     private readonly ConcurrentDictionary<string, CachedFile> _entries = new(StringComparer.Ordinal);
     private readonly Lock _writeLock = new();

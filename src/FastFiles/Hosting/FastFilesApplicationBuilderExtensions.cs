@@ -1,5 +1,6 @@
 using FastFiles.SendFile;
 using FastFiles.StaticFiles;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.Options;
 

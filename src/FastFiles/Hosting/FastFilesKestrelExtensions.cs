@@ -1,5 +1,7 @@
 using System.Runtime.CompilerServices;
 using FastFiles.Connections;
+using FastFiles.Diagnostics;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Connections;
 using Microsoft.AspNetCore.Server.Kestrel;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
@@ -15,7 +17,7 @@ public static class FastFilesKestrelExtensions
 {
     private const string LoggerCategory = "FastFiles.Connections.Http2TlsOutputStage";
 
-    // Options registered by UseFastFiles, found again by the parameterless UseHttp2TlsOutputStage on code endpoints.
+    // Options registered by UseFastFilesConnections, found again by the parameterless UseHttp2TlsOutputStage on code endpoints.
     private static readonly ConditionalWeakTable<KestrelServerOptions, FastFilesKestrelOptions> Registered = [];
 
     internal static FastFilesKestrelOptions? RegisteredOptions(KestrelServerOptions options)
@@ -42,7 +44,7 @@ public static class FastFilesKestrelExtensions
     /// <param name="options">Kestrel's options.</param>
     /// <param name="configure">Configures FastFiles' Kestrel options; by default the stage runs in <see cref="Http2TlsOutputStageMode.Http2Only"/> mode.</param>
     /// <returns>Kestrel's options.</returns>
-    public static KestrelServerOptions UseFastFiles(this KestrelServerOptions options, Action<FastFilesKestrelOptions>? configure = null)
+    public static KestrelServerOptions UseFastFilesConnections(this KestrelServerOptions options, Action<FastFilesKestrelOptions>? configure = null)
     {
         ArgumentNullException.ThrowIfNull(options);
         var fastFiles = new FastFilesKestrelOptions();
@@ -67,7 +69,7 @@ public static class FastFilesKestrelExtensions
 
                 if (fastFiles.EnableRequestHeaderCache)
                 {
-                    e.ListenOptions.UseFastFilesHeaderCache();
+                    e.ListenOptions.UseRequestHeaderCache();
                 }
 
                 bool staged = fastFiles.EnableHttp2TlsOutputStage && stage.Mode != Http2TlsOutputStageMode.Disabled;
@@ -86,15 +88,15 @@ public static class FastFilesKestrelExtensions
     /// when this follows <c>UseHttps</c>, TLS record coalescing (<see cref="FastFilesKestrelOptions.EnableTlsRecordCoalescing"/>,
     /// on by default) and the HTTP/2 TLS output stage (<see cref="FastFilesKestrelOptions.EnableHttp2TlsOutputStage"/>,
     /// off by default). Plaintext connections pass through both.
-    /// Uses the options given to <see cref="UseFastFiles(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on
+    /// Uses the options given to <see cref="UseFastFilesConnections(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on
     /// the same server if any, else the defaults.
     /// </summary>
     /// <param name="listenOptions">The endpoint; call after <c>UseHttps</c> for TLS endpoints.</param>
     /// <returns>The endpoint.</returns>
-    public static ListenOptions UseFastFiles(this ListenOptions listenOptions)
+    public static ListenOptions UseFastFilesConnections(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
-        // Resolved when the endpoint is built, so KestrelServerOptions.UseFastFiles may run before or after this call.
+        // Resolved when the endpoint is built, so KestrelServerOptions.UseFastFilesConnections may run before or after this call.
         listenOptions.Use(next =>
         {
             FastFilesKestrelOptions? registered = listenOptions.KestrelServerOptions is { } server
@@ -107,13 +109,13 @@ public static class FastFilesKestrelExtensions
 
             if (registered?.EnableRequestHeaderCache ?? true)
             {
-                pipeline = new RequestHeaderCacheMiddleware(pipeline).OnConnectionAsync;
+                pipeline = new RequestHeaderCacheConnectionMiddleware(pipeline).OnConnectionAsync;
             }
 
             // Outermost, right after TLS: it also coalesces what the stage drains.
             if (registered?.EnableTlsRecordCoalescing ?? true)
             {
-                pipeline = new TlsRecordCoalescingMiddleware(pipeline, FastFiles.Caching.FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync;
+                pipeline = new TlsRecordCoalescingConnectionMiddleware(pipeline, FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync;
             }
 
             return pipeline;
@@ -124,7 +126,7 @@ public static class FastFilesKestrelExtensions
     /// <summary>
     /// Adds the HTTP/2 TLS output stage to an endpoint. Call it after <c>UseHttps</c> so it sees plaintext; on an
     /// endpoint without TLS it passes every connection through. Uses the options given to
-    /// <see cref="UseFastFiles(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on the same server if any,
+    /// <see cref="UseFastFilesConnections(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on the same server if any,
     /// else the defaults (<see cref="Http2TlsOutputStageMode.Http2Only"/>, bounded by Kestrel's <c>MaxResponseBufferSize</c>).
     /// </summary>
     /// <param name="listenOptions">The endpoint.</param>
@@ -132,7 +134,7 @@ public static class FastFilesKestrelExtensions
     public static ListenOptions UseHttp2TlsOutputStage(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
-        // Resolved when the endpoint is built, so UseFastFiles may run before or after this call.
+        // Resolved when the endpoint is built, so UseFastFilesConnections may run before or after this call.
         listenOptions.Use(next =>
         {
             Http2TlsOutputStageOptions stage = listenOptions.KestrelServerOptions is { } server && Registered.TryGetValue(server, out FastFilesKestrelOptions? registered)
@@ -186,7 +188,7 @@ public static class FastFilesKestrelExtensions
     public static ListenOptions UseTlsRecordCoalescing(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
-        listenOptions.Use(next => new TlsRecordCoalescingMiddleware(next, FastFiles.Caching.FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync);
+        listenOptions.Use(next => new TlsRecordCoalescingConnectionMiddleware(next, FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync);
         return listenOptions;
     }
 
@@ -263,8 +265,8 @@ public static class FastFilesKestrelExtensions
         }
 
         KestrelServerLimits limits = listenOptions.KestrelServerOptions?.Limits ?? new KestrelServerLimits();
-        FastFiles.Caching.FastFilesMetrics metrics = FastFiles.Caching.FastFilesMetrics.For(listenOptions.ApplicationServices);
-        return new Http2TlsOutputStage(next, stage, limits, metrics, CreateLogger(listenOptions)).OnConnectionAsync;
+        FastFilesMetrics metrics = FastFilesMetrics.For(listenOptions.ApplicationServices);
+        return new Http2TlsOutputStageConnectionMiddleware(next, stage, limits, metrics, CreateLogger(listenOptions)).OnConnectionAsync;
     }
 
     private static ILogger CreateLogger(ListenOptions listenOptions)

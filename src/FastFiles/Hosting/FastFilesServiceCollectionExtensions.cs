@@ -1,7 +1,6 @@
 using System.Diagnostics.Metrics;
-using FastFiles;
-using FastFiles.Caching;
-using FastFiles.StaticFiles;
+using FastFiles.Diagnostics;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 

@@ -1,7 +1,11 @@
 using System.Diagnostics.Metrics;
 using System.Text.RegularExpressions;
 using FastFiles.Caching;
-using FastFiles.Connections;
+using FastFiles.Diagnostics;
+using FastFiles.Files;
+using FastFiles.Http;
+using FastFiles.Responses;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Server.Kestrel.Core;

@@ -2,7 +2,7 @@ using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.StaticFiles;
 using Microsoft.Extensions.FileProviders;
 
-namespace FastFiles.StaticFiles;
+namespace Microsoft.AspNetCore.Builder;
 
 /// <summary>
 /// Options for <c>UseFastFiles</c>. Names match <c>StaticFileOptions</c> where the option exists there.

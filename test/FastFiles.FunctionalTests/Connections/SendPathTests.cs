@@ -4,8 +4,6 @@ using System.Net.Sockets;
 using System.Text;
 using FastFiles.Connections.SendPath;
 using FastFiles.FunctionalTests.Infrastructure;
-using FastFiles.Results;
-using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;

@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using FastFiles.Diagnostics;
 using Microsoft.Extensions.Logging;
 
 namespace FastFiles.FunctionalTests.Infrastructure;

@@ -1,8 +1,8 @@
 using System.Globalization;
 using System.Net;
 using FastFiles.FunctionalTests.Infrastructure;
-using FastFiles.Results;
 using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.DependencyInjection;
 
 namespace FastFiles.FunctionalTests.Results;
