@@ -145,11 +145,11 @@ internal static class BenchModes
             services => services.AddFastFiles(),
             (app, root) => app.UseFastFiles(FastOptions(root)))
         {
-            Kestrel = kestrel => kestrel.UseFastFiles(),
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(),
             Listen = listen =>
             {
                 listen.UseZeroCopySendFile();
-                listen.UseFastFiles();
+                listen.UseFastFilesConnections();
             },
         },
 
