@@ -1,6 +1,8 @@
 using System.Diagnostics.Metrics;
 using FastFiles.Diagnostics;
+using FastFiles.Hosting;
 using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 
@@ -10,7 +12,7 @@ namespace Microsoft.Extensions.DependencyInjection;
 public static class FastFilesServiceCollectionExtensions
 {
     /// <summary>The configuration section FastFiles binds by default: <c>FastFiles</c>.</summary>
-    public const string ConfigurationSectionName = "FastFiles";
+    public const string ConfigurationSectionName = FastFilesConfiguration.SectionName;
 
     /// <summary>
     /// Adds FastFiles' options, bound from the <c>FastFiles</c> configuration section (and
@@ -59,5 +61,10 @@ public static class FastFilesServiceCollectionExtensions
     }
 
     private static void AddCore(IServiceCollection services)
-        => services.TryAddSingleton(sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
+    {
+        services.TryAddSingleton(sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
+        services.TryAddSingleton<FastFilesConfiguration.Registration>();
+        // Takes the addresses Kestrel will bind, so URL endpoints can get FastFiles' connection parts.
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IStartupFilter, ServerAddressesStartupFilter>());
+    }
 }
