@@ -1,6 +1,7 @@
 using System.Diagnostics.Metrics;
 using FastFiles.Diagnostics;
 using FastFiles.Hosting;
+using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.Configuration;
@@ -66,5 +67,7 @@ public static class FastFilesServiceCollectionExtensions
         services.TryAddSingleton<FastFilesConfiguration.Registration>();
         // Takes the addresses Kestrel will bind, so URL endpoints can get FastFiles' connection parts.
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IStartupFilter, ServerAddressesStartupFilter>());
+        services.TryAddSingleton<FastFilesFingerprinter>();
+        services.TryAddSingleton<Microsoft.AspNetCore.Http.IFastFilesFingerprinter>(sp => sp.GetRequiredService<FastFilesFingerprinter>());
     }
 }

@@ -8,6 +8,7 @@ using System.IO.Pipelines;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Server.Kestrel.Core.Features;
 using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Primitives;
 using Microsoft.AspNetCore.Builder;
 
 namespace FastFiles.Responses;
@@ -38,34 +39,58 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         bool isGet = HttpMethods.IsGet(request.Method);
         bool isHead = !isGet && HttpMethods.IsHead(request.Method);
 
+        // A content-hash ETag still being computed: entity-tag conditions wait for it, so they are only ever compared
+        // with the real tag; unconditional responses go out without an ETag meanwhile.
+        if (file.ContentHash is { ETag: null } pending && HasEntityTagCondition(request.Headers))
+        {
+            await pending.WhenReady();
+        }
+
         // The per-connection memo of parsed request headers, unless string reuse is off.
         RequestHeaderCache? parsed = reuseStrings ? context.Features.Get<RequestHeaderCache>() : null;
         FileRequestHeaders requestHeaders = FileRequestHeaders.From(request.Headers);
-        int status = FileRequestEvaluator.Evaluate(requestHeaders, file, isGet, isHead, settings.EnableRangeProcessing, parsed, out long start, out long count);
+        int status = FileRequestEvaluator.Evaluate(
+            requestHeaders, file, isGet, isHead, settings.EnableRangeProcessing, parsed, out long start, out long count, out ByteRange[]? ranges, options.MaxRanges);
+        MultipartByteRanges? multipart = ranges is null ? null : MultipartByteRanges.Create(ranges, file.Length, settings.ContentType);
+        if (multipart is not null)
+        {
+            count = multipart.ContentLength;
+        }
 
-        // A body from disk for a version without an open handle (a cached entry): open it now, before any header
-        // is set, and make sure it is still the version the headers will describe.
+        // A body from disk for a version without an open handle (a cached entry): lease the descriptor the cache keeps
+        // open, or open the file now, before any header is set, and make sure it is still the version the headers
+        // will describe (an in-place write keeps the descriptor but changes the stamp).
         Microsoft.Win32.SafeHandles.SafeFileHandle? opened = null;
+        SharedFileHandle? leased = null;
         if (!isHead && count > 0 && status is StatusCodes.Status200OK or StatusCodes.Status206PartialContent
             && file.Content is null && file.Handle is null && file.PhysicalPath is not null)
         {
-            try
+            if (file.SharedHandle?.TryAcquire() is { } shared)
             {
-                opened = FileVersion.OpenHandle(file.PhysicalPath);
+                opened = shared;
+                leased = file.SharedHandle;
             }
-            catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+            else
             {
-                return false;
+                try
+                {
+                    opened = FileVersion.OpenHandle(file.PhysicalPath);
+                }
+                catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+                {
+                    return false;
+                }
             }
 
             if (FileStamp.FromHandle(opened) != file.Stamp)
             {
-                opened.Dispose();
+                new HandleLease(opened, leased).Dispose();
                 return false;
             }
         }
 
-        using Microsoft.Win32.SafeHandles.SafeFileHandle? owned = opened;
+        using HandleLease lease = new(opened, leased);
+        Microsoft.Win32.SafeHandles.SafeFileHandle? owned = opened;
         response.StatusCode = status;
         IHeaderDictionary headers = response.Headers;
         switch (status)
@@ -89,7 +114,12 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         }
 
         ApplyValidators(headers, file, settings);
-        if (settings.ContentType is not null)
+        if (multipart is not null)
+        {
+            // RFC 9110 14.6: the media type moves into each part.
+            headers.ContentType = multipart.ContentType;
+        }
+        else if (settings.ContentType is not null)
         {
             headers.ContentType = settings.ContentType;
         }
@@ -109,7 +139,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             headers.ContentDisposition = settings.ContentDisposition;
         }
 
-        if (status == StatusCodes.Status206PartialContent)
+        if (multipart is null && status == StatusCodes.Status206PartialContent)
         {
             headers.ContentRange = string.Create(CultureInfo.InvariantCulture, $"bytes {start}-{start + count - 1}/{file.Length}");
         }
@@ -137,7 +167,11 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
             // Start first: the headers and the first body bytes then leave in one write.
             await response.StartAsync(aborted);
-            if (file.Content is not null)
+            if (multipart is not null)
+            {
+                result = await WriteMultipartAsync(response, file, owned ?? file.Handle, multipart, aborted);
+            }
+            else if (file.Content is not null)
             {
                 // Cached bytes: one copy into the pipe, no file-system call. On HTTP/1.1 no flush of our own:
                 // Kestrel flushes when the request completes, so headers and body leave in one write, and skipping
@@ -199,10 +233,47 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         return true;
     }
 
+    // Each part's header block, then its bytes, then the closing delimiter. Parts are copied, never sent as zero-copy
+    // holes: a hole is one whole body.
+    private async ValueTask<FileSendStatus> WriteMultipartAsync(
+        HttpResponse response, FileVersion file, Microsoft.Win32.SafeHandles.SafeFileHandle? handle, MultipartByteRanges multipart, CancellationToken aborted)
+    {
+        PipeWriter writer = response.BodyWriter;
+        int bufferSize = ReadSizePolicy.For(options, response.HttpContext.Request.Protocol);
+        foreach (MultipartByteRanges.Part part in multipart.Parts)
+        {
+            writer.Write(part.Header);
+            (long start, long count) = (part.Range.Start, part.Range.Count);
+            FileSendStatus status = file.Content is not null ? Copy(writer, file.Content, start, count)
+                : handle is not null ? await FileBodyWriter.WriteAsync(writer, handle, start, count, bufferSize, options.SynchronousReadThreshold, aborted, flushAtEnd: false)
+                : await StreamBodyWriter.WriteAsync(writer, file.FileInfo!, start, count, bufferSize, aborted);
+            if (status != FileSendStatus.Completed)
+            {
+                return status;
+            }
+        }
+
+        // An explicit flush: Kestrel's HTTP/1.1 producer flushes at the end only what it counted as unflushed, and bytes
+        // advanced after an earlier flush (the later parts and the closing delimiter) are not counted.
+        writer.Write(multipart.Closing);
+        FlushResult flushed = await writer.FlushAsync(aborted);
+        return flushed.IsCanceled ? FileSendStatus.ClientDisconnected : FileSendStatus.Completed;
+
+        static FileSendStatus Copy(PipeWriter writer, byte[] content, long start, long count)
+        {
+            writer.Write(content.AsSpan((int)start, (int)count));
+            return FileSendStatus.Completed;
+        }
+    }
+
     private void ApplyValidators(IHeaderDictionary headers, FileVersion file, FileResponseSettings settings)
     {
         // With string reuse on, these are the version's own strings, shared by every response to it.
-        headers.ETag = reuseStrings ? file.ETag : file.FreshETag();
+        if ((reuseStrings ? file.ETag : file.FreshETag()) is { } etag)
+        {
+            headers.ETag = etag;
+        }
+
         headers.LastModified = reuseStrings ? file.LastModifiedHeader : file.FreshLastModifiedHeader();
         if (settings.CacheControl is not null)
         {
@@ -215,6 +286,26 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         }
     }
 
+    private static bool HasEntityTagCondition(IHeaderDictionary headers)
+        => !StringValues.IsNullOrEmpty(headers.IfMatch) || !StringValues.IsNullOrEmpty(headers.IfNoneMatch) || !StringValues.IsNullOrEmpty(headers.IfRange);
+
     private static void Prepare(HttpContext context, FileVersion file, FileResponseSettings settings)
         => settings.OnPrepareResponse?.Invoke(new FastFileResponseContext(context, file.PhysicalPath, file.FileInfo, file.ContentEncoding));
+
+    // Ends this response's use of a descriptor: a lease on the cache's shared one is released, one opened for this
+    // response is closed. A struct, so the hot path allocates nothing for it.
+    private readonly struct HandleLease(Microsoft.Win32.SafeHandles.SafeFileHandle? handle, SharedFileHandle? shared) : IDisposable
+    {
+        public void Dispose()
+        {
+            if (shared is not null)
+            {
+                shared.Release();
+            }
+            else
+            {
+                handle?.Dispose();
+            }
+        }
+    }
 }
