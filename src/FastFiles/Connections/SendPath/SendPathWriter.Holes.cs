@@ -167,6 +167,11 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                 }
             }
         }
+        catch (Exception ex) when (IsDisconnect(ex, cancellationToken))
+        {
+            // The client left while Kestrel was being set up for the hole: nothing more can be sent.
+            return FileSendStatus.ClientDisconnected;
+        }
         finally
         {
             _holding = false;
@@ -176,6 +181,14 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
 
         return await SendHoleAsync(file, offset, count, rate);
     }
+
+    // As the copy path: Kestrel's writer throws these once the connection is torn down (a reset, an abort).
+    private bool IsDisconnect(Exception ex, CancellationToken cancellationToken) => ex switch
+    {
+        ConnectionResetException or ConnectionAbortedException => true,
+        OperationCanceledException or InvalidOperationException or ObjectDisposedException => cancellationToken.IsCancellationRequested || _failed,
+        _ => false,
+    };
 
     private Memory<byte> HandOutScratch()
     {
@@ -254,7 +267,8 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             _metrics.SendPathSent(count, sendfile: true);
             return FileSendStatus.Completed;
         }
-        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException or ObjectDisposedException or SocketException)
+        // NotSupportedException: the runtime refuses socket operations once a reset has marked the socket disconnected.
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException or ObjectDisposedException or SocketException or NotSupportedException or InvalidOperationException)
         {
             Fail(ex);
             return FileSendStatus.ClientDisconnected;
