@@ -1,6 +1,5 @@
 using FastFiles.SendFile;
 using FastFiles.StaticFiles;
-using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.Options;
 

@@ -1,8 +1,10 @@
 using System.Diagnostics.Metrics;
 using FastFiles.Diagnostics;
+using FastFiles.Responses;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection.Extensions;
+using Microsoft.Extensions.Options;
 
 namespace Microsoft.Extensions.DependencyInjection;
 
@@ -59,5 +61,8 @@ public static class FastFilesServiceCollectionExtensions
     }
 
     private static void AddCore(IServiceCollection services)
-        => services.TryAddSingleton(sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
+    {
+        services.TryAddSingleton(sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IPostConfigureOptions<FastFilesOptions>, FastFilesOptionsSetup>());
+    }
 }

@@ -1,14 +1,16 @@
-using System.Globalization;
+using System.Buffers;
+using System.IO.Pipelines;
 using FastFiles.Diagnostics;
 using FastFiles.Files;
 using FastFiles.Http;
 using FastFiles.IO;
-using System.Buffers;
-using System.IO.Pipelines;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Server.Kestrel.Core.Features;
+using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
-using Microsoft.AspNetCore.Builder;
+using Microsoft.Extensions.Options;
+using Microsoft.Win32.SafeHandles;
 
 namespace FastFiles.Responses;
 
@@ -18,13 +20,23 @@ namespace FastFiles.Responses;
 /// </summary>
 internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bool reuseStrings = true)
 {
-    private const string AcceptRangesBytes = "bytes";
-
     // HTTP/2 and HTTP/3 cached bodies larger than this go out in write+flush chunks of this size, so the frame writer
     // starts on the first DATA frames while the rest is copied (measured 1.18x on one stream of 64 KiB:
     // benchmarks/results/h2-chunked-2026-11-21). 16 KiB is HTTP/2's default maximum frame size.
     private const int ChunkedWriteSize = 16 * 1024;
-    private const string VaryAcceptEncoding = "Accept-Encoding";
+
+    /// <summary>Whether responses carry the versions' own header strings (<see cref="FastFilesOptions.DisableStringReuse"/> off).</summary>
+    public bool ReusesStrings => reuseStrings;
+
+    /// <summary>
+    /// The responder for an app: <see cref="FastFilesOptions"/> from <paramref name="services"/>, with
+    /// <see cref="FastFilesOptions.DisableStringReuse"/> settled by <see cref="FastFilesOptionsSetup"/>.
+    /// </summary>
+    public static FileResponder Create(IServiceProvider? services, FastFilesOptions? options, ILogger logger)
+    {
+        options ??= services?.GetService<IOptions<FastFilesOptions>>()?.Value ?? new FastFilesOptions();
+        return new FileResponder(options, logger, reuseStrings: !FastFilesOptionsSetup.DisablesStringReuse(options, services));
+    }
 
     /// <summary>
     /// Sends the response. Returns <see langword="false"/> without touching the response when a body had to be read
@@ -40,18 +52,16 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
         // The per-connection memo of parsed request headers, unless string reuse is off.
         RequestHeaderCache? parsed = reuseStrings ? context.Features.Get<RequestHeaderCache>() : null;
-        FileRequestHeaders requestHeaders = FileRequestHeaders.From(request.Headers);
-        int status = FileRequestEvaluator.Evaluate(requestHeaders, file, isGet, isHead, settings.EnableRangeProcessing, parsed, out long start, out long count);
+        FileResponsePlan plan = FileResponsePlan.Create(FileRequestHeaders.From(request.Headers), file, settings, isGet, isHead, parsed, reuseStrings);
 
         // A body from disk for a version without an open handle (a cached entry): open it now, before any header
         // is set, and make sure it is still the version the headers will describe.
-        Microsoft.Win32.SafeHandles.SafeFileHandle? opened = null;
-        if (!isHead && count > 0 && status is StatusCodes.Status200OK or StatusCodes.Status206PartialContent
-            && file.Content is null && file.Handle is null && file.PhysicalPath is not null)
+        SafeFileHandle? opened = null;
+        if (plan.Body == ResponseBody.FileHandle && file.Handle is null)
         {
             try
             {
-                opened = FileVersion.OpenHandle(file.PhysicalPath);
+                opened = FileVersion.OpenHandle(file.PhysicalPath!);
             }
             catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
             {
@@ -65,59 +75,26 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             }
         }
 
-        using Microsoft.Win32.SafeHandles.SafeFileHandle? owned = opened;
-        response.StatusCode = status;
-        IHeaderDictionary headers = response.Headers;
+        using SafeFileHandle? owned = opened;
+        Apply(plan, response);
+        settings.OnPrepareResponse?.Invoke(new FastFileResponseContext(context, file.PhysicalPath, file.FileInfo, file.ContentEncoding));
+        int status = plan.StatusCode;
+        long start = plan.Start;
+        long count = plan.Count;
         switch (status)
         {
             case StatusCodes.Status412PreconditionFailed:
                 Log.PreconditionFailed(logger, settings.LogName);
-                Prepare(context, file, settings);
                 return true;
             case StatusCodes.Status416RangeNotSatisfiable:
-                // RFC 9110 15.5.17: say how long the representation is.
-                headers.ContentRange = string.Create(CultureInfo.InvariantCulture, $"bytes */{file.Length}");
                 Log.RangeNotSatisfiable(logger, settings.LogName);
-                Prepare(context, file, settings);
                 return true;
             case StatusCodes.Status304NotModified:
-                // RFC 9110 15.4.5: the validators and caching fields a 200 would have carried.
-                ApplyValidators(headers, file, settings);
                 Log.NotModified(logger, settings.LogName);
-                Prepare(context, file, settings);
                 return true;
         }
 
-        ApplyValidators(headers, file, settings);
-        if (settings.ContentType is not null)
-        {
-            headers.ContentType = settings.ContentType;
-        }
-
-        if (settings.EnableRangeProcessing)
-        {
-            headers.AcceptRanges = AcceptRangesBytes;
-        }
-
-        if (file.ContentEncoding is not null)
-        {
-            headers.ContentEncoding = file.ContentEncoding;
-        }
-
-        if (settings.ContentDisposition is not null)
-        {
-            headers.ContentDisposition = settings.ContentDisposition;
-        }
-
-        if (status == StatusCodes.Status206PartialContent)
-        {
-            headers.ContentRange = string.Create(CultureInfo.InvariantCulture, $"bytes {start}-{start + count - 1}/{file.Length}");
-        }
-
-        response.ContentLength = count;
-        Prepare(context, file, settings);
-
-        if (isHead || count == 0)
+        if (plan.Body == ResponseBody.None)
         {
             Log.Served(logger, settings.LogName, status, 0);
             return true;
@@ -127,7 +104,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         CancellationToken aborted = context.RequestAborted;
         try
         {
-            if (file.Content is null)
+            if (plan.Body != ResponseBody.CachedBytes)
             {
                 // File bodies reach Kestrel through Advance + flush, which its HTTP/1.1 rate check does not count: size
                 // the check's grace for one copy batch. (A cached body is written once and flushed by Kestrel after the
@@ -137,7 +114,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
             // Start first: the headers and the first body bytes then leave in one write.
             await response.StartAsync(aborted);
-            if (file.Content is not null)
+            if (plan.Body == ResponseBody.CachedBytes)
             {
                 // Cached bytes: one copy into the pipe, no file-system call. On HTTP/1.1 no flush of our own:
                 // Kestrel flushes when the request completes, so headers and body leave in one write, and skipping
@@ -145,7 +122,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                 // (measured in the allocation tests).
                 if (count > ChunkedWriteSize && (HttpProtocol.IsHttp2(request.Protocol) || HttpProtocol.IsHttp3(request.Protocol)))
                 {
-                    ReadOnlyMemory<byte> rest = file.Content.AsMemory((int)start, (int)count);
+                    ReadOnlyMemory<byte> rest = file.Content!.AsMemory((int)start, (int)count);
                     result = FileSendStatus.Completed;
                     while (!rest.IsEmpty)
                     {
@@ -161,14 +138,14 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                 }
                 else
                 {
-                    response.BodyWriter.Write(file.Content.AsSpan((int)start, (int)count));
+                    response.BodyWriter.Write(file.Content!.AsSpan((int)start, (int)count));
                     result = FileSendStatus.Completed;
                 }
             }
-            else if ((owned ?? file.Handle) is { } handle)
+            else if (plan.Body == ResponseBody.FileHandle)
             {
                 // The response ends when we return, so Kestrel's own final flush sends the tail.
-                result = await FileBody.WriteAsync(context.Features, handle, start, count, ReadSizePolicy.For(options, request.Protocol), options.SynchronousReadThreshold, aborted, flushAtEnd: false);
+                result = await FileBody.WriteAsync(context.Features, (owned ?? file.Handle)!, start, count, ReadSizePolicy.For(options, request.Protocol), options.SynchronousReadThreshold, aborted, flushAtEnd: false);
             }
             else
             {
@@ -199,22 +176,60 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         return true;
     }
 
-    private void ApplyValidators(IHeaderDictionary headers, FileVersion file, FileResponseSettings settings)
+    /// <summary>Sets the plan's status and headers on <paramref name="response"/>.</summary>
+    public static void Apply(in FileResponsePlan plan, HttpResponse response)
     {
-        // With string reuse on, these are the version's own strings, shared by every response to it.
-        headers.ETag = reuseStrings ? file.ETag : file.FreshETag();
-        headers.LastModified = reuseStrings ? file.LastModifiedHeader : file.FreshLastModifiedHeader();
-        if (settings.CacheControl is not null)
+        // The typed properties: Kestrel's header dictionary sets them without looking the name up.
+        response.StatusCode = plan.StatusCode;
+        IHeaderDictionary headers = response.Headers;
+        if (plan.ETag is not null)
         {
-            headers.CacheControl = settings.CacheControl;
+            headers.ETag = plan.ETag;
         }
 
-        if (settings.VaryAcceptEncoding)
+        if (plan.LastModified is not null)
         {
-            headers.Vary = VaryAcceptEncoding;
+            headers.LastModified = plan.LastModified;
+        }
+
+        if (plan.CacheControl is not null)
+        {
+            headers.CacheControl = plan.CacheControl;
+        }
+
+        if (plan.Vary is not null)
+        {
+            headers.Vary = plan.Vary;
+        }
+
+        if (plan.ContentType is not null)
+        {
+            headers.ContentType = plan.ContentType;
+        }
+
+        if (plan.AcceptRanges is not null)
+        {
+            headers.AcceptRanges = plan.AcceptRanges;
+        }
+
+        if (plan.ContentEncoding is not null)
+        {
+            headers.ContentEncoding = plan.ContentEncoding;
+        }
+
+        if (plan.ContentDisposition is not null)
+        {
+            headers.ContentDisposition = plan.ContentDisposition;
+        }
+
+        if (plan.ContentRange is not null)
+        {
+            headers.ContentRange = plan.ContentRange;
+        }
+
+        if (plan.ContentLength is { } length)
+        {
+            response.ContentLength = length;
         }
     }
-
-    private static void Prepare(HttpContext context, FileVersion file, FileResponseSettings settings)
-        => settings.OnPrepareResponse?.Invoke(new FastFileResponseContext(context, file.PhysicalPath, file.FileInfo, file.ContentEncoding));
 }

@@ -1,4 +1,3 @@
-using System.Diagnostics.Metrics;
 using System.Text.RegularExpressions;
 using FastFiles.Caching;
 using FastFiles.Diagnostics;
@@ -8,7 +7,6 @@ using FastFiles.Responses;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;
-using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.AspNetCore.StaticFiles;
@@ -52,12 +50,8 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             ? null
             : new Regex(_options.FingerprintPattern, RegexOptions.CultureInvariant | RegexOptions.Compiled, TimeSpan.FromMilliseconds(100));
         FastFilesOptions fast = fastFilesOptions.Value;
-        // One Kestrel setting turns reuse off everywhere unless FastFiles is told otherwise.
-        bool disableReuse = fast.DisableStringReuse
-            ?? services.GetService<IOptions<KestrelServerOptions>>()?.Value.DisableStringReuse
-            ?? false;
-        _reuseStrings = !disableReuse;
-        _responder = new FileResponder(fast, _logger, _reuseStrings);
+        _responder = FileResponder.Create(services, fast, _logger);
+        _reuseStrings = _responder.ReusesStrings;
         _requestPathValue = _options.RequestPath.Value ?? string.Empty;
 
         IFileProvider provider = _options.FileProvider ?? environment.WebRootFileProvider
