@@ -15,6 +15,9 @@ internal sealed record BenchMode(string Description, Action<IServiceCollection> 
 
     /// <summary>Run socket continuations inline on the epoll thread (diagnostic; unsafe for blocking apps).</summary>
     public bool InlineScheduling { get; init; }
+
+    /// <summary>Host-level settings (the tuned profile), applied after the harness' own Kestrel setup.</summary>
+    public Action<IWebHostBuilder>? Host { get; init; }
 }
 
 /// <summary>
@@ -142,7 +145,50 @@ internal static class BenchModes
             "UseFastFiles with the file cache off",
             services => services.AddFastFiles(o => o.EnableFileCache = false),
             (app, root) => app.UseFastFiles(FastOptions(root))),
+
+        // The tuned host profile against fastfiles-coalesce (today's defaults), and with one of its knobs undone, so
+        // each knob's share shows in one run. "-inlinecompletions" is the profile plus the runtime's
+        // DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS=1, which the harness sets in that mode's environment.
+        ["fastfiles-tuned"] = Tuned("UseFastFiles + connection parts at their defaults + UseFastFilesTunedProfile", _ => { }),
+        ["fastfiles-tuned-noinline"] = Tuned(
+            "fastfiles-tuned with UnsafePreferInlineScheduling back off (only WaitForDataBeforeAllocatingBuffer = false)",
+            web => web.UseSockets(sockets => sockets.UnsafePreferInlineScheduling = false)),
+        ["fastfiles-tuned-inlinecompletions"] = Tuned("fastfiles-tuned with DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS=1", _ => { }),
+
+        // MapStaticAssets (how .NET 9/10 templates serve wwwroot) over a publish-form manifest written at start-up for
+        // the served folder, plain and with FastFiles' send path under its endpoints.
+        ["staticassets"] = new(
+            "MapStaticAssets",
+            _ => { },
+            (app, root) => app.MapStaticAssets(StaticAssetsManifest(root))),
+
+        ["staticassets-fast"] = new(
+            "MapStaticAssets().WithFastFiles()",
+            services => services.AddFastFiles(),
+            (app, root) => app.MapStaticAssets(StaticAssetsManifest(root)).WithFastFiles()),
     };
+
+    private static BenchMode Tuned(string description, Action<IWebHostBuilder> undo) => new(
+        description,
+        services => services.AddFastFiles(),
+        (app, root) => app.UseFastFiles(FastOptions(root)))
+    {
+        Kestrel = kestrel => kestrel.UseFastFilesConnections(),
+        Listen = listen => listen.UseFastFilesConnections(),
+        Host = web =>
+        {
+            web.UseFastFilesTunedProfile();
+            undo(web);
+        },
+    };
+
+    // No gzip variants: the harness' files are random bytes, and h2load asks for gzip.
+    private static string StaticAssetsManifest(string root)
+    {
+        string path = Path.Combine(Path.GetTempPath(), $"fastfiles-bench-{Environment.ProcessId}.staticwebassets.endpoints.json");
+        FastFiles.Testing.StaticWebAssetsManifest.Write(root, path, compress: false);
+        return path;
+    }
 
     // Bodies are read once at start-up, so the endpoint measures Kestrel alone; unknown paths are 404.
     private static RequestDelegate InMemoryBody(string root)

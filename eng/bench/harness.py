@@ -45,8 +45,11 @@ SERVER_CPU = "0"
 CLIENT_CPU = "1"
 
 # .NET configurations are BenchHost --mode names; adding a mode there and its name here is all it takes.
-DOTNET_MODES = ["stock", "sendfile", "fastfiles", "fastfiles-coalesce", "fastfiles-stage", "fastfiles-nostage", "fastfiles-nocache"]
+DOTNET_MODES = ["stock", "sendfile", "fastfiles", "fastfiles-coalesce", "fastfiles-stage", "fastfiles-nostage", "fastfiles-nocache",
+                "staticassets", "staticassets-fast"]
 PEERS = ["nginx", "caddy"]
+# Runtime settings that only an environment variable can make (read before Main runs), per BenchHost mode.
+MODE_ENVIRONMENT = {"fastfiles-tuned-inlinecompletions": {"DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS": "1"}}
 REQUIRED_TOOLS = {"wrk": "wrk", "h2load": "nghttp2-client", "nginx": "nginx", "curl": "curl", "openssl": "openssl"}
 
 KIB = 1024
@@ -283,12 +286,12 @@ def start_server(server: Server, work: Path, files: Path, cert: Path, key: Path)
     server.log_path = work / f"{server.name}.log"
     pin = ["taskset", "-c", SERVER_CPU]
     if server.is_dotnet:
-        env = dict(os.environ, DOTNET_CLI_TELEMETRY_OPTOUT="1", DOTNET_NOLOGO="1")
         dll, mode = HOST_DLL, server.name
         if mode.startswith(BASELINE_PREFIX):
             if BASELINE_DLL is None:
                 sys.exit(f"{server.name} needs --baseline-host")
             dll, mode = BASELINE_DLL, mode[len(BASELINE_PREFIX):]
+        env = dict(os.environ, DOTNET_CLI_TELEMETRY_OPTOUT="1", DOTNET_NOLOGO="1", **MODE_ENVIRONMENT.get(mode, {}))
         argv = pin + ["dotnet", str(dll), "--mode", mode, "--root", str(files),
                       "--http-port", str(server.http_port), "--https-port", str(server.https_port),
                       "--h2c-port", str(server.h2c_port),

@@ -1,6 +1,7 @@
 using System.Runtime.CompilerServices;
 using FastFiles.Connections;
 using FastFiles.Diagnostics;
+using FastFiles.Hosting;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Connections;
 using Microsoft.AspNetCore.Server.Kestrel;
@@ -33,6 +34,11 @@ public static class FastFilesKestrelExtensions
     /// <c>listenOptions.UseHttps(...).UseHttp2TlsOutputStage()</c>, which then uses the options given here.
     /// </summary>
     /// <remarks>
+    /// Endpoints bound from URLs (<c>--urls</c>, <c>ASPNETCORE_URLS</c>, <c>launchSettings.json</c>, <c>app.Urls</c>) get the
+    /// parts too when the app calls <c>AddFastFiles()</c>: a <c>ConfigureEndpointDefaults</c> callback adds TLS to an HTTPS
+    /// one first, as Kestrel would, then the parts (this takes Kestrel's single endpoint-defaults slot). Options are bound
+    /// from the <c>FastFiles:Kestrel</c> configuration section before <paramref name="configure"/> runs. Every HTTPS
+    /// endpoint the TLS-side parts do not reach is named in a startup warning.
     /// Kestrel keeps one callback per configured endpoint name, so an app that registers its own
     /// <c>ConfigurationLoader.Endpoint(name, ...)</c> after this call replaces FastFiles' callback for that name (and one
     /// registered before this call is replaced by FastFiles'); such a callback should end with
@@ -48,10 +54,40 @@ public static class FastFilesKestrelExtensions
     {
         ArgumentNullException.ThrowIfNull(options);
         var fastFiles = new FastFilesKestrelOptions();
+        // Configuration first, then code, as for FastFiles' other options.
+        options.ApplicationServices?.GetService<IConfiguration>()?.GetSection(FastFilesConfiguration.KestrelSectionName).Bind(fastFiles);
         configure?.Invoke(fastFiles);
         Registered.AddOrUpdate(options, fastFiles);
 
         Http2TlsOutputStageOptions stage = fastFiles.Http2TlsOutputStage;
+        bool stageOn = fastFiles.EnableHttp2TlsOutputStage && stage.Mode != Http2TlsOutputStageMode.Disabled;
+        string parts = string.Join(" and ", new[] { fastFiles.EnableTlsRecordCoalescing ? "TLS record coalescing" : null, stageOn ? "the HTTP/2 TLS output stage" : null }.OfType<string>());
+        if (options.ApplicationServices is not null)
+        {
+            ConnectionPartsCoverage.Register(options, parts, (listen, https) =>
+            {
+                if (!https && fastFiles.EnableZeroCopySendFile)
+                {
+                    listen.UseZeroCopySendFile();
+                }
+
+                if (fastFiles.EnableRequestHeaderCache)
+                {
+                    listen.UseRequestHeaderCache();
+                }
+
+                if (https && fastFiles.EnableTlsRecordCoalescing)
+                {
+                    listen.UseTlsRecordCoalescing();
+                }
+
+                if (https && stageOn)
+                {
+                    listen.UseHttp2TlsOutputStage(stage);
+                }
+            });
+        }
+
         if (options.ConfigurationLoader is not { } loader)
         {
             return options;
@@ -96,6 +132,7 @@ public static class FastFilesKestrelExtensions
     public static ListenOptions UseFastFilesConnections(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
+        TrackTlsSide(listenOptions);
         // Resolved when the endpoint is built, so KestrelServerOptions.UseFastFilesConnections may run before or after this call.
         listenOptions.Use(next =>
         {
@@ -134,6 +171,7 @@ public static class FastFilesKestrelExtensions
     public static ListenOptions UseHttp2TlsOutputStage(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
+        TrackTlsSide(listenOptions);
         // Resolved when the endpoint is built, so UseFastFilesConnections may run before or after this call.
         listenOptions.Use(next =>
         {
@@ -188,6 +226,7 @@ public static class FastFilesKestrelExtensions
     public static ListenOptions UseTlsRecordCoalescing(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
+        TrackTlsSide(listenOptions);
         listenOptions.Use(next => new TlsRecordCoalescingConnectionMiddleware(next, FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync);
         return listenOptions;
     }
@@ -217,6 +256,7 @@ public static class FastFilesKestrelExtensions
         {
             // Kestrel's SNI selector is internal; taking TLS over here would silently drop the per-host certificates.
             // A warning when the stage was asked for; record coalescing is on by default and its absence is not news.
+            ConnectionPartsCoverage.NotCovered(endpoint.ListenOptions, reason: null);
             if (stage is not null)
             {
                 Log.SniEndpointSkipped(logger, name);
@@ -253,9 +293,36 @@ public static class FastFilesKestrelExtensions
         }
 
         // Built when the endpoint binds, after all configuration: limits and logging are final by then.
+        TrackTlsSide(listenOptions);
         listenOptions.Use(next => CreateStage(next, stage, listenOptions));
         return listenOptions;
     }
+
+    // TLS-side parts see plaintext only when added after UseHttps; one added before it would see ciphertext and pass
+    // every connection through, which the startup check then names.
+    private static void TrackTlsSide(ListenOptions listenOptions)
+    {
+        if (IsTls(listenOptions))
+        {
+            ConnectionPartsCoverage.Covered(listenOptions);
+            return;
+        }
+
+        listenOptions.Use(next =>
+        {
+            if (IsTls(listenOptions))
+            {
+                ConnectionPartsCoverage.NotCovered(
+                    listenOptions,
+                    "FastFiles' connection parts were added before UseHttps(), so they would see encrypted bytes. Call listenOptions.UseHttps(...) first, then .UseFastFilesConnections().");
+            }
+
+            return next;
+        });
+    }
+
+    // ListenOptions shows its scheme ("https://...") once UseHttps has run; Kestrel keeps the flag itself internal.
+    private static bool IsTls(ListenOptions listenOptions) => ConnectionPartsCoverage.NameOf(listenOptions).StartsWith("https://", StringComparison.OrdinalIgnoreCase);
 
     private static ConnectionDelegate CreateStage(ConnectionDelegate next, Http2TlsOutputStageOptions stage, ListenOptions listenOptions)
     {

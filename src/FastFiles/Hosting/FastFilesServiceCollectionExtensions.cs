@@ -1,7 +1,9 @@
 using System.Diagnostics.Metrics;
 using FastFiles.Diagnostics;
+using FastFiles.Hosting;
 using FastFiles.Responses;
 using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 using Microsoft.Extensions.Options;
@@ -12,7 +14,7 @@ namespace Microsoft.Extensions.DependencyInjection;
 public static class FastFilesServiceCollectionExtensions
 {
     /// <summary>The configuration section FastFiles binds by default: <c>FastFiles</c>.</summary>
-    public const string ConfigurationSectionName = "FastFiles";
+    public const string ConfigurationSectionName = FastFilesConfiguration.SectionName;
 
     /// <summary>
     /// Adds FastFiles' options, bound from the <c>FastFiles</c> configuration section (and
@@ -64,5 +66,8 @@ public static class FastFilesServiceCollectionExtensions
     {
         services.TryAddSingleton(sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IPostConfigureOptions<FastFilesOptions>, FastFilesOptionsSetup>());
+        services.TryAddSingleton<FastFilesConfiguration.Registration>();
+        // Takes the addresses Kestrel will bind, so URL endpoints can get FastFiles' connection parts.
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IStartupFilter, ServerAddressesStartupFilter>());
     }
 }

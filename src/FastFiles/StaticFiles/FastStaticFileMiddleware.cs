@@ -1,4 +1,3 @@
-using System.Text.RegularExpressions;
 using FastFiles.Caching;
 using FastFiles.Diagnostics;
 using FastFiles.Files;
@@ -27,7 +26,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     private readonly FastStaticFileOptions _options;
     private readonly FileSource _source;
     private readonly IContentTypeProvider _contentTypes;
-    private readonly Regex? _fingerprint;
+    private readonly FingerprintMatcher? _fingerprint;
     private readonly FileResponder _responder;
     private readonly ILogger _logger;
     private readonly FileCache? _cache;
@@ -46,9 +45,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         _options = options.Value;
         _logger = loggerFactory.CreateLogger("FastFiles.StaticFiles");
         _contentTypes = _options.ContentTypeProvider ?? new FileExtensionContentTypeProvider();
-        _fingerprint = string.IsNullOrEmpty(_options.FingerprintPattern)
-            ? null
-            : new Regex(_options.FingerprintPattern, RegexOptions.CultureInvariant | RegexOptions.Compiled, TimeSpan.FromMilliseconds(100));
+        _fingerprint = FingerprintMatcher.Create(_options.FingerprintPattern);
         FastFilesOptions fast = fastFilesOptions.Value;
         _responder = FileResponder.Create(services, fast, _logger);
         _reuseStrings = _responder.ReusesStrings;
