@@ -35,3 +35,23 @@ internal readonly struct FileRequestHeaders
         AcceptEncoding = headers.AcceptEncoding,
     };
 }
+
+/// <summary>
+/// A GET or HEAD as the file layers see it: the method, the header values and the connection's memo of parsed
+/// values, read once per request and handed to everything that answers it.
+/// </summary>
+internal readonly struct FileRequest(FileRequestHeaders headers, bool isGet, bool isHead, RequestHeaderCache? memo)
+{
+    public FileRequestHeaders Headers { get; } = headers;
+
+    public bool IsGet { get; } = isGet;
+
+    public bool IsHead { get; } = isHead;
+
+    /// <summary>The per-connection memo of parsed values; <see langword="null"/> when string reuse is off or there is none.</summary>
+    public RequestHeaderCache? Memo { get; } = memo;
+
+    /// <summary>Accept-Encoding, through the memo when there is one.</summary>
+    public AcceptEncoding AcceptEncoding()
+        => Memo is { } memo ? memo.AcceptEncoding(Headers.AcceptEncoding) : Http.AcceptEncoding.Parse(Headers.AcceptEncoding);
+}

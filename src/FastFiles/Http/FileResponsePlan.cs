@@ -66,16 +66,11 @@ internal readonly struct FileResponsePlan
     /// <paramref name="reuseStrings"/>, validators are the version's own strings, shared by every response to it;
     /// without, they are formatted afresh.
     /// </summary>
-    public static FileResponsePlan Create(
-        in FileRequestHeaders headers,
-        FileVersion file,
-        in FileResponseSettings settings,
-        bool isGet,
-        bool isHead,
-        RequestHeaderCache? parsed,
-        bool reuseStrings)
+    public static FileResponsePlan Create(in FileRequest request, FileVersion file, in FileResponseSettings settings, bool reuseStrings)
     {
-        int status = FileRequestEvaluator.Evaluate(headers, file, isGet, isHead, settings.EnableRangeProcessing, parsed, out long start, out long count);
+        bool isHead = request.IsHead;
+        int status = FileRequestEvaluator.Evaluate(
+            request.Headers, file, request.IsGet, isHead, settings.EnableRangeProcessing, request.Memo, out long start, out long count);
         switch (status)
         {
             case StatusCodes.Status412PreconditionFailed:

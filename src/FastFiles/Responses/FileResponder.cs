@@ -25,9 +25,6 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
     // benchmarks/results/h2-chunked-2026-11-21). 16 KiB is HTTP/2's default maximum frame size.
     private const int ChunkedWriteSize = 16 * 1024;
 
-    /// <summary>Whether responses carry the versions' own header strings (<see cref="FastFilesOptions.DisableStringReuse"/> off).</summary>
-    public bool ReusesStrings => reuseStrings;
-
     /// <summary>
     /// The responder for an app: <see cref="FastFilesOptions"/> from <paramref name="services"/>, with
     /// <see cref="FastFilesOptions.DisableStringReuse"/> settled by <see cref="FastFilesOptionsSetup"/>.
@@ -43,16 +40,27 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
     /// from disk and the file on disk is no longer <paramref name="file"/> (a cached version gone stale); the caller
     /// then refreshes its entry and tries again.
     /// </summary>
-    public async Task<bool> SendAsync(HttpContext context, FileVersion file, FileResponseSettings settings)
+    public Task<bool> SendAsync(HttpContext context, FileVersion file, FileResponseSettings settings)
+        => SendAsync(context, ReadRequest(context), file, settings);
+
+    /// <summary>The request's method and header values, and the connection's memo unless string reuse is off: read once.</summary>
+    public FileRequest ReadRequest(HttpContext context)
+    {
+        string method = context.Request.Method;
+        bool isGet = HttpMethods.IsGet(method);
+        return new FileRequest(
+            FileRequestHeaders.From(context.Request.Headers),
+            isGet,
+            !isGet && HttpMethods.IsHead(method),
+            reuseStrings ? context.Features.Get<RequestHeaderCache>() : null);
+    }
+
+    /// <inheritdoc cref="SendAsync(HttpContext, FileVersion, FileResponseSettings)"/>
+    public async Task<bool> SendAsync(HttpContext context, FileRequest fileRequest, FileVersion file, FileResponseSettings settings)
     {
         HttpRequest request = context.Request;
         HttpResponse response = context.Response;
-        bool isGet = HttpMethods.IsGet(request.Method);
-        bool isHead = !isGet && HttpMethods.IsHead(request.Method);
-
-        // The per-connection memo of parsed request headers, unless string reuse is off.
-        RequestHeaderCache? parsed = reuseStrings ? context.Features.Get<RequestHeaderCache>() : null;
-        FileResponsePlan plan = FileResponsePlan.Create(FileRequestHeaders.From(request.Headers), file, settings, isGet, isHead, parsed, reuseStrings);
+        FileResponsePlan plan = FileResponsePlan.Create(fileRequest, file, settings, reuseStrings);
 
         // A body from disk for a version without an open handle (a cached entry): open it now, before any header
         // is set, and make sure it is still the version the headers will describe.

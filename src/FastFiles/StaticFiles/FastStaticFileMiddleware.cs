@@ -31,7 +31,6 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     private readonly ILogger _logger;
     private readonly FileCache? _cache;
     private readonly string _requestPathValue;
-    private readonly bool _reuseStrings;
 
     public FastStaticFileMiddleware(
         RequestDelegate next,
@@ -48,7 +47,6 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         _fingerprint = FingerprintMatcher.Create(_options.FingerprintPattern);
         FastFilesOptions fast = fastFilesOptions.Value;
         _responder = FileResponder.Create(services, fast, _logger);
-        _reuseStrings = _responder.ReusesStrings;
         _requestPathValue = _options.RequestPath.Value ?? string.Empty;
 
         IFileProvider provider = _options.FileProvider ?? environment.WebRootFileProvider
@@ -89,7 +87,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         string? pathValue = context.Request.Path.Value;
         if (_cache is not null && pathValue is not null && _cache.TryGet(pathValue, out CachedFile? entry))
         {
-            return ServeCachedAsync(context, entry);
+            return ServeCachedAsync(context, _responder.ReadRequest(context), entry);
         }
 
         if (!context.Request.Path.StartsWithSegments(_options.RequestPath, StringComparison.OrdinalIgnoreCase, out PathString remaining))
@@ -105,15 +103,16 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         }
 
         // "/static" (the RequestPath itself) names the root directory without its trailing slash.
-        return ServeAsync(context, subpath, rootWithoutSlash: !remaining.HasValue && _options.RequestPath.HasValue);
+        return ServeAsync(context, _responder.ReadRequest(context), subpath, rootWithoutSlash: !remaining.HasValue && _options.RequestPath.HasValue);
     }
 
-    private async Task ServeCachedAsync(HttpContext context, CachedFile entry)
+    // The one place a stale cached version is retried.
+    private async Task ServeCachedAsync(HttpContext context, FileRequest request, CachedFile entry)
     {
         FileVersion selected = entry.Available == ContentCodings.None
             ? entry.Identity
-            : entry.Select(ParseAcceptEncoding(context).Select(entry.Available));
-        if (await _responder.SendAsync(context, selected, entry.Settings))
+            : entry.Select(request.AcceptEncoding().Select(entry.Available));
+        if (await _responder.SendAsync(context, request, selected, entry.Settings))
         {
             return;
         }
@@ -121,14 +120,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         // The file changed after the entry was validated and before its bytes were read: nothing has been
         // written yet, so drop the entry and answer from what is on disk now.
         _cache!.Remove(entry);
-        await ServeAsync(context, entry.Settings.LogName, useCache: false);
-    }
-
-    private AcceptEncoding ParseAcceptEncoding(HttpContext context)
-    {
-        StringValues values = context.Request.Headers.AcceptEncoding;
-        RequestHeaderCache? parsed = _reuseStrings ? context.Features.Get<RequestHeaderCache>() : null;
-        return parsed is not null ? parsed.AcceptEncoding(values) : AcceptEncoding.Parse(values);
+        await ServeAsync(context, request, entry.Settings.LogName, useCache: false);
     }
 
     private FileResponseSettings SettingsFor(string subpath, string? contentType) => new()
@@ -140,7 +132,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         LogName = subpath,
     };
 
-    private async Task ServeAsync(HttpContext context, string subpath, bool rootWithoutSlash = false, bool useCache = true)
+    private async Task ServeAsync(HttpContext context, FileRequest request, string subpath, bool rootWithoutSlash = false, bool useCache = true)
     {
         // Entries are keyed by the exact request path, so only cache when the prefix matched with its own case.
         string? path = context.Request.Path.Value;
@@ -152,7 +144,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             CachedFile? built = _cache.Build(path, subpath, SettingsFor(subpath, cachedType), _options.EnablePrecompressedFiles);
             if (built is not null)
             {
-                await ServeCachedAsync(context, built);
+                await ServeCachedAsync(context, request, built);
                 return;
             }
         }
@@ -203,9 +195,9 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                     {
                         probe!.Dispose();
                         // RFC 9110 15.4.2; relative links in the page need the trailing slash.
-                        HttpRequest request = context.Request;
+                        HttpRequest httpRequest = context.Request;
                         context.Response.StatusCode = StatusCodes.Status301MovedPermanently;
-                        context.Response.Headers.Location = request.PathBase + request.Path + "/" + request.QueryString;
+                        context.Response.Headers.Location = httpRequest.PathBase + httpRequest.Path + "/" + httpRequest.QueryString;
                         return;
                     }
 
@@ -240,7 +232,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             selected = identity;
             if (available != ContentCodings.None)
             {
-                ContentCodings choice = ParseAcceptEncoding(context).Select(available);
+                ContentCodings choice = request.AcceptEncoding().Select(available);
                 if (choice != ContentCodings.None)
                 {
                     (_, string suffix, string token) = Sidecar.All[Sidecar.IndexOf(choice)];
@@ -259,7 +251,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             }
 
             FileResponseSettings settings = SettingsFor(subpath, contentType) with { VaryAcceptEncoding = available != ContentCodings.None };
-            await _responder.SendAsync(context, selected, settings);
+            await _responder.SendAsync(context, request, selected, settings);
         }
         finally
         {
