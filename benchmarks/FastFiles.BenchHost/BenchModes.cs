@@ -141,6 +141,16 @@ internal static class BenchModes
             Listen = listen => listen.UseFastFilesConnections(),
         },
 
+        // The open-file cache's twin: fastfiles-coalesce (today's defaults) with large files opened and closed per request.
+        ["fastfiles-noopenfiles"] = new(
+            "fastfiles-coalesce with the open-file cache off (MaxOpenFiles = 0)",
+            services => services.AddFastFiles(o => o.MaxOpenFiles = 0),
+            (app, root) => app.UseFastFiles(FastOptions(root)))
+        {
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(),
+            Listen = listen => listen.UseFastFilesConnections(),
+        },
+
         ["fastfiles-nocache"] = new(
             "UseFastFiles with the file cache off",
             services => services.AddFastFiles(o => o.EnableFileCache = false),

@@ -46,6 +46,7 @@ public sealed class LayeringTests
         ["Microsoft.AspNetCore.Builder.FastFilesOptions"] = "Options",
         ["Microsoft.AspNetCore.Builder.FastFileResponseContext"] = "Options",
         ["Microsoft.AspNetCore.Builder.FastStaticFileOptions"] = "FastFiles.StaticFiles",
+        ["Microsoft.AspNetCore.Http.IFastFilesFingerprinter"] = "FastFiles.StaticFiles",
         ["Microsoft.AspNetCore.Builder.FastFilesKestrelOptions"] = "FastFiles.Connections",
         ["Microsoft.AspNetCore.Builder.Http2TlsOutputStageOptions"] = "FastFiles.Connections",
         ["Microsoft.AspNetCore.Builder.Http2TlsOutputStageMode"] = "FastFiles.Connections",

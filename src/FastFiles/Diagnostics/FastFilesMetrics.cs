@@ -10,6 +10,8 @@ internal interface ICacheGauges
     long BytesHeld { get; }
 
     int Count { get; }
+
+    int OpenHandles { get; }
 }
 
 /// <summary>FastFiles' instruments (file cache and HTTP/2 TLS output stage), on the meter <c>FastFiles</c>, named like Kestrel's.</summary>
@@ -43,6 +45,7 @@ internal sealed class FastFilesMetrics
         _invalidations = meter.CreateCounter<long>("fastfiles.cache.invalidations", "{entry}", "Entries dropped because the file changed.");
         meter.CreateObservableGauge("fastfiles.cache.bytes", () => Sum(c => c.BytesHeld), "By", "File content bytes held by the cache.");
         meter.CreateObservableGauge("fastfiles.cache.entries", () => Sum(c => c.Count), "{entry}", "Entries held by the cache.");
+        meter.CreateObservableGauge("fastfiles.cache.open_files", () => Sum(c => c.OpenHandles), "{file}", "Descriptors of large files the cache keeps open across requests.");
         _stageConnections = meter.CreateCounter<long>(
             "fastfiles.tls_stage.connections", "{connection}", "TLS connections seen by the HTTP/2 TLS output stage, by decision (staged, passed_through).");
         _stageForwarded = meter.CreateCounter<long>("fastfiles.tls_stage.forwarded", "By", "Bytes the stage has handed to TLS.");

@@ -23,4 +23,7 @@ internal static partial class Log
 
     [LoggerMessage(2008, LogLevel.Debug, "{Path} has no known content type.", EventName = "UnknownContentType")]
     public static partial void UnknownContentType(ILogger logger, string path);
+
+    [LoggerMessage(2009, LogLevel.Debug, "A request for {Path} named a stale content hash; redirected to the current one.", EventName = "StaleFingerprint")]
+    public static partial void StaleFingerprint(ILogger logger, string path);
 }

@@ -13,6 +13,8 @@ namespace FastFiles.Files;
 /// </summary>
 internal sealed class FileVersion : IDisposable
 {
+    private readonly string _stampETag;
+
     private FileVersion(
         string? physicalPath,
         SafeFileHandle? handle,
@@ -21,8 +23,12 @@ internal sealed class FileVersion : IDisposable
         string? contentEncoding,
         byte[]? content,
         string? etag = null,
-        string? lastModifiedHeader = null)
+        string? lastModifiedHeader = null,
+        SharedFileHandle? sharedHandle = null,
+        ContentHash? contentHash = null)
     {
+        SharedHandle = sharedHandle;
+        ContentHash = contentHash;
         PhysicalPath = physicalPath;
         Handle = handle;
         FileInfo = fileInfo;
@@ -34,13 +40,16 @@ internal sealed class FileVersion : IDisposable
         long ticks = stamp.ModifiedTicks;
         LastModified = new DateTimeOffset(ticks - (ticks % TimeSpan.TicksPerSecond), TimeSpan.Zero);
         LastModifiedHeader = lastModifiedHeader ?? HeaderUtilities.FormatDate(LastModified);
-        ETag = etag ?? FormatETag(ticks, stamp.Length, contentEncoding);
+        _stampETag = etag ?? FormatETag(ticks, stamp.Length, contentEncoding);
     }
 
     public string? PhysicalPath { get; }
 
     /// <summary>The open file, when this version was opened for one request; owned by this instance.</summary>
-    public SafeFileHandle? Handle { get; }
+    public SafeFileHandle? Handle { get; private set; }
+
+    /// <summary>A descriptor the file cache keeps open for this version across requests, when it holds one.</summary>
+    public SharedFileHandle? SharedHandle { get; }
 
     /// <summary>The provider's file, for providers without physical paths (embedded files and the like).</summary>
     public IFileInfo? FileInfo { get; }
@@ -53,8 +62,14 @@ internal sealed class FileVersion : IDisposable
 
     public string LastModifiedHeader { get; }
 
-    /// <summary>A strong validator (RFC 9110 8.8.3).</summary>
-    public string ETag { get; }
+    /// <summary>
+    /// A strong validator (RFC 9110 8.8.3): the content hash's tag when this version has one, else the stamp's.
+    /// <see langword="null"/> while a content hash is being computed (see <see cref="Files.ContentHash"/>).
+    /// </summary>
+    public string? ETag => ContentHash is null ? _stampETag : ContentHash.ETag;
+
+    /// <summary>The content-hash validator of this version, when content-hash ETags are on.</summary>
+    public ContentHash? ContentHash { get; private set; }
 
     /// <summary><c>br</c>, <c>zstd</c>, <c>gzip</c>, or <see langword="null"/> for the identity representation.</summary>
     public string? ContentEncoding { get; }
@@ -88,12 +103,28 @@ internal sealed class FileVersion : IDisposable
         return new FileVersion(null, null, fileInfo, new FileStamp(0, 0, fileInfo.Length, nanos, nanos, false), contentEncoding, null);
     }
 
-    /// <summary>A handle-free copy for the cache, sharing this version's header strings, optionally with its bytes.</summary>
-    public FileVersion ForCache(byte[]? content)
-        => new(PhysicalPath, null, null, Stamp, ContentEncoding, content, ETag, LastModifiedHeader);
+    /// <summary>
+    /// A copy for the cache without this instance's handle, sharing its header strings, optionally with its bytes
+    /// or a descriptor kept open across requests.
+    /// </summary>
+    public FileVersion ForCache(byte[]? content, SharedFileHandle? sharedHandle = null, ContentHash? contentHash = null)
+        => new(PhysicalPath, null, null, Stamp, ContentEncoding, content, _stampETag, LastModifiedHeader, sharedHandle, contentHash);
 
-    /// <summary>The ETag formatted afresh (for <c>DisableStringReuse</c>).</summary>
-    public string FreshETag() => FormatETag(Stamp.ModifiedTicks, Stamp.Length, ContentEncoding);
+    /// <summary>Gives a version opened for one request its content-hash validator (before any response uses it).</summary>
+    public void UseContentHash(ContentHash contentHash) => ContentHash = contentHash;
+
+    /// <summary>Hands this version's handle to the caller, which then owns it; this instance no longer closes it.</summary>
+    public SafeFileHandle? TakeHandle()
+    {
+        SafeFileHandle? handle = Handle;
+        Handle = null;
+        return handle;
+    }
+
+    /// <summary>The ETag as a string of its own (for <c>DisableStringReuse</c>).</summary>
+    public string? FreshETag()
+        => ContentHash is null ? FormatETag(Stamp.ModifiedTicks, Stamp.Length, ContentEncoding)
+            : ContentHash.ETag is { } etag ? new string(etag.AsSpan()) : null;
 
     /// <summary>The Last-Modified value formatted afresh (for <c>DisableStringReuse</c>).</summary>
     public string FreshLastModifiedHeader() => HeaderUtilities.FormatDate(LastModified);

@@ -2,6 +2,7 @@ using System.Diagnostics.Metrics;
 using FastFiles.Diagnostics;
 using FastFiles.Hosting;
 using FastFiles.Responses;
+using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.Configuration;
@@ -69,5 +70,7 @@ public static class FastFilesServiceCollectionExtensions
         services.TryAddSingleton<FastFilesConfiguration.Registration>();
         // Takes the addresses Kestrel will bind, so URL endpoints can get FastFiles' connection parts.
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IStartupFilter, ServerAddressesStartupFilter>());
+        services.TryAddSingleton<FastFilesFingerprinter>();
+        services.TryAddSingleton<Microsoft.AspNetCore.Http.IFastFilesFingerprinter>(sp => sp.GetRequiredService<FastFilesFingerprinter>());
     }
 }

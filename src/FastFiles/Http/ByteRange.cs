@@ -11,11 +11,14 @@ internal enum RangeKind
 
     /// <summary>Well-formed but unsatisfiable: 416 with <c>Content-Range: bytes */length</c>.</summary>
     Unsatisfiable,
+
+    /// <summary>Several satisfiable ranges after coalescing: 206 with a multipart/byteranges body (<see cref="ByteRangeSet"/>).</summary>
+    Multiple,
 }
 
 /// <summary>
-/// Parses a single <c>bytes</c> range (RFC 9110 14.1.2). Multi-range requests are answered with the whole
-/// representation, as UseStaticFiles does: a multipart/byteranges body costs more than it saves for files.
+/// Parses a single <c>bytes</c> range (RFC 9110 14.1.2), the common case, without allocating. A header with several
+/// range-specs is <see cref="RangeKind.None"/> here; <see cref="ByteRangeSet"/> evaluates those.
 /// </summary>
 internal static class ByteRangeParser
 {
@@ -45,7 +48,18 @@ internal static class ByteRangeParser
             spec = first;
         }
 
-        spec = spec.Trim(" \t");
+        return ParseSpec(spec.Trim(" \t"), length, out start, out count);
+    }
+
+    /// <summary>
+    /// One range-spec (<c>first-last</c>, <c>first-</c> or <c>-suffix</c>) against <paramref name="length"/>:
+    /// <see cref="RangeKind.Single"/> when satisfiable, <see cref="RangeKind.Unsatisfiable"/>, or
+    /// <see cref="RangeKind.None"/> when malformed.
+    /// </summary>
+    internal static RangeKind ParseSpec(ReadOnlySpan<char> spec, long length, out long start, out long count)
+    {
+        start = 0;
+        count = 0;
         int dash = spec.IndexOf('-');
         if (dash < 0)
         {

@@ -10,9 +10,10 @@ internal static class EntityTagMatcher
 {
     /// <summary>
     /// Evaluates a list such as If-Match or If-None-Match. Returns <see langword="null"/> when the header holds
-    /// no well-formed member (the field is then ignored), otherwise whether any member matches.
+    /// no well-formed member (the field is then ignored), otherwise whether any member matches. A
+    /// <see langword="null"/> <paramref name="etag"/> (a representation without one) is matched only by <c>*</c>.
     /// </summary>
-    public static bool? AnyMatches(StringValues values, string etag, bool strong)
+    public static bool? AnyMatches(StringValues values, string? etag, bool strong)
     {
         bool sawMember = false;
         for (int i = 0; i < values.Count; i++)
@@ -55,8 +56,8 @@ internal static class EntityTagMatcher
     /// Compares one entity-tag with <paramref name="etag"/> (always strong and quoted). Strong comparison
     /// (RFC 9110 8.8.3.2) fails for weak tags; weak comparison ignores the W/ prefix.
     /// </summary>
-    public static bool Matches(ReadOnlySpan<char> tag, bool weak, string etag, bool strong)
-        => (!strong || !weak) && tag.SequenceEqual(etag);
+    public static bool Matches(ReadOnlySpan<char> tag, bool weak, string? etag, bool strong)
+        => etag is not null && (!strong || !weak) && tag.SequenceEqual(etag);
 
     /// <summary>Reads <c>[W/]"opaque"</c>; <paramref name="tag"/> includes the quotes.</summary>
     public static bool TryReadTag(ref ReadOnlySpan<char> input, out ReadOnlySpan<char> tag, out bool weak)

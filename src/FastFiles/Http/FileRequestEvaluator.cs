@@ -7,15 +7,16 @@ namespace FastFiles.Http;
 
 /// <summary>
 /// RFC 9110 evaluation of a GET or HEAD for one file version: preconditions (13.1, 13.2.2), If-Range (13.1.5) and
-/// a single byte range (14.1.2, 14.2). Pure functions of the request's header values, the file version and the
+/// byte ranges (14.1.2, 14.2; several ranges through <see cref="ByteRangeSet"/>). Pure functions of the request's header values, the file version and the
 /// clock: no <see cref="HttpContext"/>, so the middleware, the results and connection-level code share them.
 /// </summary>
 internal static class FileRequestEvaluator
 {
     /// <summary>
-    /// The status for a GET or HEAD of <paramref name="file"/>: preconditions (RFC 9110 13.2.2), then for GET a
-    /// single byte range honoured only if If-Range allows it. <paramref name="start"/> and <paramref name="count"/>
-    /// are the bytes to send for 200 and 206. <paramref name="parsed"/>, when given, memoizes parsed values per
+    /// The status for a GET or HEAD of <paramref name="file"/>: preconditions (RFC 9110 13.2.2), then for GET the
+    /// byte ranges, honoured only if If-Range allows it. <paramref name="start"/> and <paramref name="count"/> are the
+    /// bytes to send for 200 and a single-part 206; <paramref name="ranges"/> the parts of a multipart 206, when
+    /// <paramref name="maxRanges"/> (default 1: several ranges get a 200) allows several. <paramref name="parsed"/>, when given, memoizes parsed values per
     /// connection; <paramref name="now"/> (default: the current time) bounds valid dates.
     /// </summary>
     public static int Evaluate(
@@ -27,8 +28,11 @@ internal static class FileRequestEvaluator
         RequestHeaderCache? parsed,
         out long start,
         out long count,
+        out ByteRange[]? ranges,
+        int maxRanges = 1,
         DateTimeOffset? now = null)
     {
+        ranges = null;
         int status = EvaluatePreconditions(headers, file, isGet || isHead, parsed, now);
         start = 0;
         count = file.Length;
@@ -47,9 +51,15 @@ internal static class FileRequestEvaluator
         RangeKind kind = parsed is not null
             ? parsed.Range(range.ToString(), file.Length, out start, out count)
             : ByteRangeParser.Parse(range.ToString(), file.Length, out start, out count);
+        if (kind == RangeKind.None && maxRanges > 1 && range.ToString().Contains(','))
+        {
+            kind = ByteRangeSet.Parse(range.ToString(), file.Length, maxRanges, out ranges, out start, out count);
+        }
+
         switch (kind)
         {
             case RangeKind.Single:
+            case RangeKind.Multiple:
                 return StatusCodes.Status206PartialContent;
             case RangeKind.Unsatisfiable:
                 return StatusCodes.Status416RangeNotSatisfiable;

@@ -24,6 +24,10 @@ internal readonly struct FileRequestHeaders
 
     public StringValues AcceptEncoding { get; init; }
 
+    /// <summary>Whether a condition compares entity tags (If-Match, If-None-Match, If-Range).</summary>
+    public bool HasEntityTagCondition
+        => !StringValues.IsNullOrEmpty(IfMatch) || !StringValues.IsNullOrEmpty(IfNoneMatch) || !StringValues.IsNullOrEmpty(IfRange);
+
     public static FileRequestHeaders From(IHeaderDictionary headers) => new()
     {
         IfMatch = headers.IfMatch,

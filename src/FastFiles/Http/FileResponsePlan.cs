@@ -18,6 +18,9 @@ internal enum ResponseBody
 
     /// <summary>A range of a file provider's stream (<see cref="FileVersion.FileInfo"/>).</summary>
     Stream,
+
+    /// <summary>Several ranges as <c>multipart/byteranges</c> (<see cref="FileResponsePlan.Multipart"/>), from any of the sources above.</summary>
+    Multipart,
 }
 
 /// <summary>
@@ -32,7 +35,7 @@ internal readonly struct FileResponsePlan
 
     public int StatusCode { get; private init; }
 
-    /// <summary>The first body byte, for <see cref="ResponseBody"/> other than <see cref="ResponseBody.None"/>.</summary>
+    /// <summary>The first body byte of a single-part body.</summary>
     public long Start { get; private init; }
 
     /// <summary>Content-Length for 200 and 206 (also for HEAD); <see langword="null"/> for 304, 412 and 416.</summary>
@@ -58,6 +61,9 @@ internal readonly struct FileResponsePlan
 
     public string? ContentRange { get; private init; }
 
+    /// <summary>The parts of a multipart 206 (RFC 9110 14.6), else <see langword="null"/>.</summary>
+    public MultipartByteRanges? Multipart { get; private init; }
+
     /// <summary>The bytes to send: the whole body for <see cref="ResponseBody"/> other than <see cref="ResponseBody.None"/>.</summary>
     public long Count => Body == ResponseBody.None ? 0 : ContentLength.GetValueOrDefault();
 
@@ -66,11 +72,11 @@ internal readonly struct FileResponsePlan
     /// <paramref name="reuseStrings"/>, validators are the version's own strings, shared by every response to it;
     /// without, they are formatted afresh.
     /// </summary>
-    public static FileResponsePlan Create(in FileRequest request, FileVersion file, in FileResponseSettings settings, bool reuseStrings)
+    public static FileResponsePlan Create(in FileRequest request, FileVersion file, in FileResponseSettings settings, bool reuseStrings, int maxRanges = 1)
     {
         bool isHead = request.IsHead;
         int status = FileRequestEvaluator.Evaluate(
-            request.Headers, file, request.IsGet, isHead, settings.EnableRangeProcessing, request.Memo, out long start, out long count);
+            request.Headers, file, request.IsGet, isHead, settings.EnableRangeProcessing, request.Memo, out long start, out long count, out ByteRange[]? ranges, maxRanges);
         switch (status)
         {
             case StatusCodes.Status412PreconditionFailed:
@@ -90,7 +96,14 @@ internal readonly struct FileResponsePlan
                 };
         }
 
+        MultipartByteRanges? multipart = ranges is null ? null : MultipartByteRanges.Create(ranges, file.Length, settings.ContentType);
+        if (multipart is not null)
+        {
+            count = multipart.ContentLength;
+        }
+
         ResponseBody body = isHead || count == 0 ? ResponseBody.None
+            : multipart is not null ? ResponseBody.Multipart
             : file.Content is not null ? ResponseBody.CachedBytes
             : file.Handle is not null || file.PhysicalPath is not null ? ResponseBody.FileHandle
             : ResponseBody.Stream;
@@ -104,11 +117,13 @@ internal readonly struct FileResponsePlan
             LastModified = reuseStrings ? file.LastModifiedHeader : file.FreshLastModifiedHeader(),
             CacheControl = settings.CacheControl,
             Vary = settings.VaryAcceptEncoding ? VaryAcceptEncoding : null,
-            ContentType = settings.ContentType,
+            // RFC 9110 14.6: with several parts the media type moves into each part.
+            ContentType = multipart?.ContentType ?? settings.ContentType,
             AcceptRanges = settings.EnableRangeProcessing ? AcceptRangesBytes : null,
             ContentEncoding = file.ContentEncoding,
             ContentDisposition = settings.ContentDisposition,
-            ContentRange = status == StatusCodes.Status206PartialContent
+            Multipart = multipart,
+            ContentRange = multipart is null && status == StatusCodes.Status206PartialContent
                 ? string.Create(CultureInfo.InvariantCulture, $"bytes {start}-{start + count - 1}/{file.Length}")
                 : null,
         };

@@ -47,7 +47,7 @@ internal sealed class RequestHeaderCache
     public DateTimeOffset? IfUnmodifiedSince(string value) => Date(ref _ifUnmodifiedSince, value);
 
     /// <summary>If-None-Match against one ETag (weak comparison); the key includes the ETag string instance.</summary>
-    public bool? IfNoneMatch(StringValues values, string etag)
+    public bool? IfNoneMatch(StringValues values, string? etag)
     {
         if (values.Count != 1)
         {
@@ -68,7 +68,8 @@ internal sealed class RequestHeaderCache
 
     public bool IfRange(StringValues values, FileVersion file)
     {
-        if (values.Count != 1)
+        // Keyed by the ETag instance: a version without one (content hash not known) is not memoized.
+        if (values.Count != 1 || file.ETag is null)
         {
             return FileRequestEvaluator.IfRangeAllowsUncached(values, file);
         }

@@ -35,14 +35,6 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         return new FileResponder(options, logger, reuseStrings: !FastFilesOptionsSetup.DisablesStringReuse(options, services));
     }
 
-    /// <summary>
-    /// Sends the response. Returns <see langword="false"/> without touching the response when a body had to be read
-    /// from disk and the file on disk is no longer <paramref name="file"/> (a cached version gone stale); the caller
-    /// then refreshes its entry and tries again.
-    /// </summary>
-    public Task<bool> SendAsync(HttpContext context, FileVersion file, FileResponseSettings settings)
-        => SendAsync(context, ReadRequest(context), file, settings);
-
     /// <summary>The request's method and header values, and the connection's memo unless string reuse is off: read once.</summary>
     public FileRequest ReadRequest(HttpContext context)
     {
@@ -55,35 +47,63 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             reuseStrings ? context.Features.Get<RequestHeaderCache>() : null);
     }
 
+    /// <summary>
+    /// Sends the response. Returns <see langword="false"/> without touching the response when a body had to be read
+    /// from disk and the file on disk is no longer <paramref name="file"/> (a cached version gone stale); the caller
+    /// then refreshes its entry and tries again.
+    /// </summary>
+    public Task<bool> SendAsync(HttpContext context, FileVersion file, FileResponseSettings settings)
+        => SendAsync(context, ReadRequest(context), file, settings);
+
     /// <inheritdoc cref="SendAsync(HttpContext, FileVersion, FileResponseSettings)"/>
     public async Task<bool> SendAsync(HttpContext context, FileRequest fileRequest, FileVersion file, FileResponseSettings settings)
     {
         HttpRequest request = context.Request;
         HttpResponse response = context.Response;
-        FileResponsePlan plan = FileResponsePlan.Create(fileRequest, file, settings, reuseStrings);
 
-        // A body from disk for a version without an open handle (a cached entry): open it now, before any header
-        // is set, and make sure it is still the version the headers will describe.
-        SafeFileHandle? opened = null;
-        if (plan.Body == ResponseBody.FileHandle && file.Handle is null)
+        // A content-hash ETag still being computed: entity-tag conditions wait for it, so they are only ever compared
+        // with the real tag; unconditional responses go out without an ETag meanwhile.
+        if (file.ContentHash is { ETag: null } pending && fileRequest.Headers.HasEntityTagCondition)
         {
-            try
+            await pending.WhenReady();
+        }
+
+        FileResponsePlan plan = FileResponsePlan.Create(fileRequest, file, settings, reuseStrings, options.MaxRanges);
+
+        // A body from disk for a version without an open handle (a cached entry): lease the descriptor the cache keeps
+        // open, or open the file now, before any header is set, and make sure it is still the version the headers
+        // will describe (an in-place write keeps the descriptor but changes the stamp).
+        SafeFileHandle? opened = null;
+        SharedFileHandle? leased = null;
+        if (plan.Body is ResponseBody.FileHandle or ResponseBody.Multipart
+            && file.Content is null && file.Handle is null && file.PhysicalPath is not null)
+        {
+            if (file.SharedHandle?.TryAcquire() is { } shared)
             {
-                opened = FileVersion.OpenHandle(file.PhysicalPath!);
+                opened = shared;
+                leased = file.SharedHandle;
             }
-            catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+            else
             {
-                return false;
+                try
+                {
+                    opened = FileVersion.OpenHandle(file.PhysicalPath);
+                }
+                catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+                {
+                    return false;
+                }
             }
 
             if (FileStamp.FromHandle(opened) != file.Stamp)
             {
-                opened.Dispose();
+                new HandleLease(opened, leased).Dispose();
                 return false;
             }
         }
 
-        using SafeFileHandle? owned = opened;
+        using HandleLease lease = new(opened, leased);
+        SafeFileHandle? owned = opened;
         Apply(plan, response);
         settings.OnPrepareResponse?.Invoke(new FastFileResponseContext(context, file.PhysicalPath, file.FileInfo, file.ContentEncoding));
         int status = plan.StatusCode;
@@ -122,7 +142,11 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
             // Start first: the headers and the first body bytes then leave in one write.
             await response.StartAsync(aborted);
-            if (plan.Body == ResponseBody.CachedBytes)
+            if (plan.Multipart is { } multipart)
+            {
+                result = await WriteMultipartAsync(response, file, owned ?? file.Handle, multipart, aborted);
+            }
+            else if (plan.Body == ResponseBody.CachedBytes)
             {
                 // Cached bytes: one copy into the pipe, no file-system call. On HTTP/1.1 no flush of our own:
                 // Kestrel flushes when the request completes, so headers and body leave in one write, and skipping
@@ -150,10 +174,10 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                     result = FileSendStatus.Completed;
                 }
             }
-            else if (plan.Body == ResponseBody.FileHandle)
+            else if (plan.Body == ResponseBody.FileHandle && (owned ?? file.Handle) is { } handle)
             {
                 // The response ends when we return, so Kestrel's own final flush sends the tail.
-                result = await FileBody.WriteAsync(context.Features, (owned ?? file.Handle)!, start, count, ReadSizePolicy.For(options, request.Protocol), options.SynchronousReadThreshold, aborted, flushAtEnd: false);
+                result = await FileBody.WriteAsync(context.Features, handle, start, count, ReadSizePolicy.For(options, request.Protocol), options.SynchronousReadThreshold, aborted, flushAtEnd: false);
             }
             else
             {
@@ -182,6 +206,39 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         }
 
         return true;
+    }
+
+    // Each part's header block, then its bytes, then the closing delimiter. Parts are copied, never sent as zero-copy
+    // holes: a hole is one whole body.
+    private async ValueTask<FileSendStatus> WriteMultipartAsync(
+        HttpResponse response, FileVersion file, SafeFileHandle? handle, MultipartByteRanges multipart, CancellationToken aborted)
+    {
+        PipeWriter writer = response.BodyWriter;
+        int bufferSize = ReadSizePolicy.For(options, response.HttpContext.Request.Protocol);
+        foreach (MultipartByteRanges.Part part in multipart.Parts)
+        {
+            writer.Write(part.Header);
+            (long start, long count) = (part.Range.Start, part.Range.Count);
+            FileSendStatus status = file.Content is not null ? Copy(writer, file.Content, start, count)
+                : handle is not null ? await FileBodyWriter.WriteAsync(writer, handle, start, count, bufferSize, options.SynchronousReadThreshold, aborted, flushAtEnd: false)
+                : await StreamBodyWriter.WriteAsync(writer, file.FileInfo!, start, count, bufferSize, aborted);
+            if (status != FileSendStatus.Completed)
+            {
+                return status;
+            }
+        }
+
+        // An explicit flush: Kestrel's HTTP/1.1 producer flushes at the end only what it counted as unflushed, and bytes
+        // advanced after an earlier flush (the later parts and the closing delimiter) are not counted.
+        writer.Write(multipart.Closing);
+        FlushResult flushed = await writer.FlushAsync(aborted);
+        return flushed.IsCanceled ? FileSendStatus.ClientDisconnected : FileSendStatus.Completed;
+
+        static FileSendStatus Copy(PipeWriter writer, byte[] content, long start, long count)
+        {
+            writer.Write(content.AsSpan((int)start, (int)count));
+            return FileSendStatus.Completed;
+        }
     }
 
     /// <summary>Sets the plan's status and headers on <paramref name="response"/>.</summary>
@@ -238,6 +295,23 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         if (plan.ContentLength is { } length)
         {
             response.ContentLength = length;
+        }
+    }
+
+    // Ends this response's use of a descriptor: a lease on the cache's shared one is released, one opened for this
+    // response is closed. A struct, so the hot path allocates nothing for it.
+    private readonly struct HandleLease(SafeFileHandle? handle, SharedFileHandle? shared) : IDisposable
+    {
+        public void Dispose()
+        {
+            if (shared is not null)
+            {
+                shared.Release();
+            }
+            else
+            {
+                handle?.Dispose();
+            }
         }
     }
 }

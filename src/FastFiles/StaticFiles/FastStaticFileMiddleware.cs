@@ -31,6 +31,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     private readonly ILogger _logger;
     private readonly FileCache? _cache;
     private readonly string _requestPathValue;
+    private readonly FastFilesFingerprinter? _fingerprinter;
 
     public FastStaticFileMiddleware(
         RequestDelegate next,
@@ -58,15 +59,61 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         if (fast.EnableFileCache && _source is PhysicalFileSource physicalSource)
         {
             FastFilesMetrics metrics = FastFilesMetrics.For(services);
-            _cache = new FileCache(physicalSource, _requestPathValue, fast, metrics, loggerFactory.CreateLogger("FastFiles.Caching"));
+            _cache = new FileCache(physicalSource, _requestPathValue, fast, metrics, loggerFactory.CreateLogger("FastFiles.Caching"), _options.EnableContentHashETags);
             services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(Dispose);
+            if (_options.EnableContentHashETags)
+            {
+                _fingerprinter = services.GetService<FastFilesFingerprinter>();
+                _fingerprinter?.Register(this);
+            }
         }
     }
+
+    /// <summary>The URL prefix this root serves, as configured.</summary>
+    internal string RequestPathValue => _requestPathValue;
 
     /// <summary>The cache behind this middleware, when it has one (tests and diagnostics).</summary>
     internal FileCache? Cache => _cache;
 
-    public void Dispose() => _cache?.Dispose();
+    public void Dispose()
+    {
+        _fingerprinter?.Unregister(this);
+        _cache?.Dispose();
+    }
+
+    /// <summary>
+    /// The content-hash tag of the file <paramref name="path"/> names under this root, from (or into) the cache;
+    /// <see langword="null"/> when this root would not serve it. Without <paramref name="wait"/>, completes at once
+    /// (null while a large file's hash is computed).
+    /// </summary>
+    internal async ValueTask<string?> ContentTagAsync(string path, bool wait, CancellationToken cancellationToken)
+    {
+        if (_cache is null
+            || !new PathString(path).StartsWithSegments(_options.RequestPath, StringComparison.OrdinalIgnoreCase, out PathString remaining)
+            || remaining.Value is not { Length: > 1 } subpath
+            || subpath[^1] == '/'
+            || !PathSafety.IsServable(subpath, _options.ServeDotFiles)
+            || !TryGetContentType(subpath, out string? contentType))
+        {
+            return null;
+        }
+
+        // Keyed like a request whose prefix matched with its configured case.
+        string key = _requestPathValue + subpath;
+        CachedFile? entry = _cache.TryGet(key, out CachedFile? found) ? found
+            : _cache.Build(key, subpath, SettingsFor(subpath, contentType), _options.EnablePrecompressedFiles);
+        if (entry?.Identity.ContentHash is not { } hash)
+        {
+            return null;
+        }
+
+        if (hash.ETag is null && wait)
+        {
+            await hash.WhenReady().WaitAsync(cancellationToken);
+        }
+
+        return hash.ETag;
+    }
 
     public Task Invoke(HttpContext context)
     {
@@ -109,10 +156,38 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     // The one place a stale cached version is retried.
     private async Task ServeCachedAsync(HttpContext context, FileRequest request, CachedFile entry)
     {
+        FileResponseSettings settings = entry.Settings;
+        if (_fingerprinter is not null && context.Request.QueryString.HasValue
+            && RequestedFingerprint(context.Request.QueryString.Value) is { } requested)
+        {
+            ContentHash? hash = entry.Identity.ContentHash;
+            if (hash is { ETag: null })
+            {
+                await hash.WhenReady();
+            }
+
+            if (hash?.ETag is { } current)
+            {
+                if (!FastFilesFingerprinter.Names(requested, current))
+                {
+                    // A stale hash: never the new bytes as immutable under the old URL; send the client to the current
+                    // one (RFC 9110 15.4.3), and let nobody cache the redirect for long.
+                    HttpRequest httpRequest = context.Request;
+                    context.Response.StatusCode = StatusCodes.Status302Found;
+                    context.Response.Headers.Location = httpRequest.PathBase + FastFilesFingerprinter.Append(httpRequest.Path.Value!, current);
+                    context.Response.Headers.CacheControl = "no-cache";
+                    Log.StaleFingerprint(_logger, entry.Settings.LogName);
+                    return;
+                }
+
+                settings = settings with { CacheControl = FastStaticFileOptions.ImmutableCacheControl };
+            }
+        }
+
         FileVersion selected = entry.Available == ContentCodings.None
             ? entry.Identity
             : entry.Select(request.AcceptEncoding().Select(entry.Available));
-        if (await _responder.SendAsync(context, request, selected, entry.Settings))
+        if (await _responder.SendAsync(context, request, selected, settings))
         {
             return;
         }
@@ -121,6 +196,12 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         // written yet, so drop the entry and answer from what is on disk now.
         _cache!.Remove(entry);
         await ServeAsync(context, request, entry.Settings.LogName, useCache: false);
+    }
+
+    private static string? RequestedFingerprint(string? queryString)
+    {
+        ReadOnlySpan<char> requested = FastFilesFingerprinter.Requested(queryString);
+        return requested.IsEmpty ? null : requested.ToString();
     }
 
     private FileResponseSettings SettingsFor(string subpath, string? contentType) => new()
@@ -248,6 +329,12 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                         }
                     }
                 }
+            }
+
+            if (_options.EnableContentHashETags && selected.PhysicalPath is not null)
+            {
+                // Not cached: the hash is computed only if a condition needs it, so the tag is the same as a cached one.
+                selected.UseContentHash(ContentHash.ForFile(selected.PhysicalPath, selected.Stamp, null, null, context.RequestAborted));
             }
 
             FileResponseSettings settings = SettingsFor(subpath, contentType) with { VaryAcceptEncoding = available != ContentCodings.None };

@@ -102,4 +102,19 @@ public sealed class FastStaticFileOptions
     /// </summary>
     /// <remarks>Defaults to <see cref="DefaultFingerprintPattern"/>.</remarks>
     public string? FingerprintPattern { get; set; } = DefaultFingerprintPattern;
+
+    /// <summary>
+    /// Whether the ETag of a physical root's files is a hash of their bytes (the first 128 bits of SHA-256, base64url)
+    /// instead of their modification time and length: identical on every server that holds the same bytes, so
+    /// revalidation by browsers and CDNs survives a deploy that changes modification times. Each precompressed
+    /// variant gets the hash of its own bytes.
+    /// </summary>
+    /// <remarks>
+    /// Defaults to <see langword="false"/>. Computed once per file version by the file cache: at once for files whose
+    /// bytes it holds (<c>MaxCachedFileSize</c>), on a background thread for larger ones. Until a large file's hash is
+    /// known, responses carry no ETag (Last-Modified still validates) and a request with If-Match, If-None-Match or
+    /// If-Range waits for the hash, so a version never has two different tags. Roots served from other file
+    /// providers keep modification-time tags.
+    /// </remarks>
+    public bool EnableContentHashETags { get; set; }
 }

@@ -29,8 +29,8 @@ public sealed class BasicServingTests : IAsyncLifetime
 
     public async Task DisposeAsync()
     {
-        await ResponseHeaders.AssertNoOpenFilesUnderAsync(_files.Root);
         await _host.DisposeAsync();
+        await ResponseHeaders.AssertNoOpenFilesUnderAsync(_files.Root);
         _files.Dispose();
     }
 

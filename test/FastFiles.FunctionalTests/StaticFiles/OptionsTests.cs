@@ -84,8 +84,8 @@ public sealed class OptionsTests(OptionsTests.Fixture fixture) : IClassFixture<O
 
         public async Task DisposeAsync()
         {
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             await Host.DisposeAsync();
+            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             Files.Dispose();
         }
     }

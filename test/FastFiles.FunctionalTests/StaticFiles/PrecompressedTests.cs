@@ -57,8 +57,8 @@ public sealed class PrecompressedTests(PrecompressedTests.Fixture fixture) : ICl
 
         public async Task DisposeAsync()
         {
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             await Host.DisposeAsync();
+            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             Files.Dispose();
         }
 

@@ -52,8 +52,8 @@ public sealed class ProviderTests(ProviderTests.Fixture fixture) : IClassFixture
 
         public async Task DisposeAsync()
         {
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             await Host.DisposeAsync();
+            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             Files.Dispose();
         }
 

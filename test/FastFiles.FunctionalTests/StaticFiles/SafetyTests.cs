@@ -78,8 +78,8 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
 
         public async Task DisposeAsync()
         {
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             await Host.DisposeAsync();
+            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             Files.Dispose();
         }
     }

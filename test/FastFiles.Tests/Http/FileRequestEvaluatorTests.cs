@@ -128,14 +128,14 @@ public sealed class FileRequestEvaluatorTests : IDisposable
         bool isGet = method == Method.Get;
         bool isHead = method == Method.Head;
 
-        int direct = FileRequestEvaluator.Evaluate(headers, _file, isGet, isHead, enableRanges: true, parsed: null, out long directStart, out long directCount, Now);
+        int direct = FileRequestEvaluator.Evaluate(headers, _file, isGet, isHead, enableRanges: true, parsed: null, out long directStart, out long directCount, out _, now: Now);
         Assert.Equal((status, start, count), (direct, directStart, directCount));
 
         // The memo, twice (a miss, then a hit), answers the same.
         var memo = new RequestHeaderCache();
         for (int i = 0; i < 2; i++)
         {
-            int memoized = FileRequestEvaluator.Evaluate(headers, _file, isGet, isHead, enableRanges: true, memo, out long memoStart, out long memoCount, Now);
+            int memoized = FileRequestEvaluator.Evaluate(headers, _file, isGet, isHead, enableRanges: true, memo, out long memoStart, out long memoCount, out _, now: Now);
             Assert.Equal((status, start, count), (memoized, memoStart, memoCount));
         }
     }
@@ -144,7 +144,7 @@ public sealed class FileRequestEvaluatorTests : IDisposable
     public void Ranges_off_sends_the_whole_file()
     {
         FileRequestHeaders headers = HeadersOf(["Range", "bytes=0-99"]);
-        int status = FileRequestEvaluator.Evaluate(headers, _file, isGet: true, isHead: false, enableRanges: false, parsed: null, out long start, out long count, Now);
+        int status = FileRequestEvaluator.Evaluate(headers, _file, isGet: true, isHead: false, enableRanges: false, parsed: null, out long start, out long count, out _, now: Now);
         Assert.Equal((200, 0L, Length), (status, start, count));
     }
 
