@@ -35,6 +35,10 @@ REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 HOST_PROJECT = REPO / "benchmarks" / "FastFiles.BenchHost" / "FastFiles.BenchHost.csproj"
 HOST_DLL = REPO / "benchmarks" / "FastFiles.BenchHost" / "bin" / "Release" / "net10.0" / "FastFiles.BenchHost.dll"
+# --baseline-host: configurations named "baseline:<mode>" run <mode> from another BenchHost build (an older commit),
+# interleaved with this build's, for before/after comparisons in one run.
+BASELINE_PREFIX = "baseline:"
+BASELINE_DLL: Path | None = None
 
 TLS13_SUITE = "TLS_AES_128_GCM_SHA256"
 SERVER_CPU = "0"
@@ -297,8 +301,13 @@ def start_server(server: Server, work: Path, files: Path, cert: Path, key: Path)
     server.log_path = work / f"{server.name}.log"
     pin = ["taskset", "-c", SERVER_CPU]
     if server.is_dotnet:
-        env = dict(os.environ, DOTNET_CLI_TELEMETRY_OPTOUT="1", DOTNET_NOLOGO="1", **MODE_ENVIRONMENT.get(server.name, {}))
-        argv = pin + ["dotnet", str(HOST_DLL), "--mode", server.name, "--root", str(files),
+        dll, mode = HOST_DLL, server.name
+        if mode.startswith(BASELINE_PREFIX):
+            if BASELINE_DLL is None:
+                sys.exit(f"{server.name} needs --baseline-host")
+            dll, mode = BASELINE_DLL, mode[len(BASELINE_PREFIX):]
+        env = dict(os.environ, DOTNET_CLI_TELEMETRY_OPTOUT="1", DOTNET_NOLOGO="1", **MODE_ENVIRONMENT.get(mode, {}))
+        argv = pin + ["dotnet", str(dll), "--mode", mode, "--root", str(files),
                       "--http-port", str(server.http_port), "--https-port", str(server.https_port),
                       "--h2c-port", str(server.h2c_port),
                       "--cert", str(cert), "--key", str(key)]
@@ -700,7 +709,11 @@ def main() -> int:
     parser.add_argument("--no-build", action="store_true", help="reuse an existing Release build of BenchHost")
     parser.add_argument("--keep", action="store_true", help="keep the temp work folder (files, configs, logs)")
     parser.add_argument("--list", action="store_true", help="list workloads and exit")
+    parser.add_argument("--baseline-host", type=Path,
+                        help="FastFiles.BenchHost.dll of another build; configurations 'baseline:<mode>' run <mode> from it")
     args = parser.parse_args()
+    global BASELINE_DLL
+    BASELINE_DLL = args.baseline_host.resolve() if args.baseline_host else None
 
     if args.list:
         for w in WORKLOADS:
@@ -803,7 +816,7 @@ def main() -> int:
                 return 1
 
     summary = summarize(results, workloads, configs)
-    command = "eng/bench.sh " + shlex.join(sys.argv[1:])
+    command = "eng/bench-load.sh " + shlex.join(sys.argv[1:])
     header = (f"Produced by `{command}` ({args.rounds} round(s), {args.duration} s per run, medians; "
               f"machine: see machine.md).{' SMOKE RUN: checks correctness, numbers are not meaningful.' if args.smoke else ''}")
     write_tables(out, summary, workloads, configs, header)
