@@ -1,4 +1,3 @@
-using System.Diagnostics.Metrics;
 using FastFiles.Caching;
 using FastFiles.Diagnostics;
 using FastFiles.Files;
@@ -7,7 +6,6 @@ using FastFiles.Responses;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;
-using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.AspNetCore.StaticFiles;
@@ -32,7 +30,6 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     private readonly ILogger _logger;
     private readonly FileCache? _cache;
     private readonly string _requestPathValue;
-    private readonly bool _reuseStrings;
     private readonly FastFilesFingerprinter? _fingerprinter;
 
     public FastStaticFileMiddleware(
@@ -48,12 +45,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         _logger = loggerFactory.CreateLogger("FastFiles.StaticFiles");
         _policy = _options.CreatePolicy();
         FastFilesOptions fast = fastFilesOptions.Value;
-        // One Kestrel setting turns reuse off everywhere unless FastFiles is told otherwise.
-        bool disableReuse = fast.DisableStringReuse
-            ?? services.GetService<IOptions<KestrelServerOptions>>()?.Value.DisableStringReuse
-            ?? false;
-        _reuseStrings = !disableReuse;
-        _responder = new FileResponder(fast, _logger, _reuseStrings);
+        _responder = FileResponder.Create(services, fast, _logger);
         _requestPathValue = _options.RequestPath.Value ?? string.Empty;
 
         IFileProvider provider = _options.FileProvider ?? environment.WebRootFileProvider
@@ -140,7 +132,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         string? pathValue = context.Request.Path.Value;
         if (_cache is not null && pathValue is not null && _cache.TryGet(pathValue, out CachedFile? entry))
         {
-            return ServeCachedAsync(context, entry);
+            return ServeCachedAsync(context, _responder.ReadRequest(context), entry);
         }
 
         if (!context.Request.Path.StartsWithSegments(_options.RequestPath, StringComparison.OrdinalIgnoreCase, out PathString remaining))
@@ -156,10 +148,11 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         }
 
         // "/static" (the RequestPath itself) names the root directory without its trailing slash.
-        return ServeAsync(context, subpath, rootWithoutSlash: !remaining.HasValue && _options.RequestPath.HasValue);
+        return ServeAsync(context, _responder.ReadRequest(context), subpath, rootWithoutSlash: !remaining.HasValue && _options.RequestPath.HasValue);
     }
 
-    private async Task ServeCachedAsync(HttpContext context, CachedFile entry)
+    // The one place a stale cached version is retried.
+    private async Task ServeCachedAsync(HttpContext context, FileRequest request, CachedFile entry)
     {
         FileResponseSettings settings = entry.Settings;
         if (_fingerprinter is not null && context.Request.QueryString.HasValue
@@ -177,9 +170,9 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                 {
                     // A stale hash: never the new bytes as immutable under the old URL; send the client to the current
                     // one (RFC 9110 15.4.3), and let nobody cache the redirect for long.
-                    HttpRequest request = context.Request;
+                    HttpRequest httpRequest = context.Request;
                     context.Response.StatusCode = StatusCodes.Status302Found;
-                    context.Response.Headers.Location = request.PathBase + FastFilesFingerprinter.Append(request.Path.Value!, current);
+                    context.Response.Headers.Location = httpRequest.PathBase + FastFilesFingerprinter.Append(httpRequest.Path.Value!, current);
                     context.Response.Headers.CacheControl = "no-cache";
                     Log.StaleFingerprint(_logger, entry.Settings.LogName);
                     return;
@@ -191,8 +184,8 @@ internal sealed class FastStaticFileMiddleware : IDisposable
 
         FileVersion selected = entry.Available == ContentCodings.None
             ? entry.Identity
-            : entry.Select(ParseAcceptEncoding(context).Select(entry.Available));
-        if (await _responder.SendAsync(context, selected, settings))
+            : entry.Select(request.AcceptEncoding().Select(entry.Available));
+        if (await _responder.SendAsync(context, request, selected, settings))
         {
             return;
         }
@@ -200,7 +193,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         // The file changed after the entry was validated and before its bytes were read: nothing has been
         // written yet, so drop the entry and answer from what is on disk now.
         _cache!.Remove(entry);
-        await ServeAsync(context, entry.Settings.LogName, useCache: false);
+        await ServeAsync(context, request, entry.Settings.LogName, useCache: false);
     }
 
     private static string? RequestedFingerprint(string? queryString)
@@ -209,14 +202,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         return requested.IsEmpty ? null : requested.ToString();
     }
 
-    private AcceptEncoding ParseAcceptEncoding(HttpContext context)
-    {
-        StringValues values = context.Request.Headers.AcceptEncoding;
-        RequestHeaderCache? parsed = _reuseStrings ? context.Features.Get<RequestHeaderCache>() : null;
-        return parsed is not null ? parsed.AcceptEncoding(values) : AcceptEncoding.Parse(values);
-    }
-
-    private async Task ServeAsync(HttpContext context, string subpath, bool rootWithoutSlash = false, bool useCache = true)
+    private async Task ServeAsync(HttpContext context, FileRequest request, string subpath, bool rootWithoutSlash = false, bool useCache = true)
     {
         // Entries are keyed by the exact request path, so only cache when the prefix matched with its own case.
         string? path = context.Request.Path.Value;
@@ -228,7 +214,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             CachedFile? built = _cache.Build(path, subpath, _policy.SettingsFor(subpath, cachedType), _options.EnablePrecompressedFiles);
             if (built is not null)
             {
-                await ServeCachedAsync(context, built);
+                await ServeCachedAsync(context, request, built);
                 return;
             }
         }
@@ -279,9 +265,9 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                     {
                         probe!.Dispose();
                         // RFC 9110 15.4.2; relative links in the page need the trailing slash.
-                        HttpRequest request = context.Request;
+                        HttpRequest httpRequest = context.Request;
                         context.Response.StatusCode = StatusCodes.Status301MovedPermanently;
-                        context.Response.Headers.Location = request.PathBase + request.Path + "/" + request.QueryString;
+                        context.Response.Headers.Location = httpRequest.PathBase + httpRequest.Path + "/" + httpRequest.QueryString;
                         return;
                     }
 
@@ -316,7 +302,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             selected = identity;
             if (available != ContentCodings.None)
             {
-                ContentCodings choice = ParseAcceptEncoding(context).Select(available);
+                ContentCodings choice = request.AcceptEncoding().Select(available);
                 if (choice != ContentCodings.None)
                 {
                     (_, string suffix, string token) = Sidecar.All[Sidecar.IndexOf(choice)];
@@ -341,7 +327,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             }
 
             FileResponseSettings settings = _policy.SettingsFor(subpath, contentType) with { VaryAcceptEncoding = available != ContentCodings.None };
-            await _responder.SendAsync(context, selected, settings);
+            await _responder.SendAsync(context, request, selected, settings);
         }
         finally
         {
