@@ -118,8 +118,16 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         FileVersion selected = entry.Available == ContentCodings.None
             ? entry.Identity
             : entry.Select(ParseAcceptEncoding(context).Select(entry.Available));
-        if (await _responder.SendAsync(context, selected, entry.Settings))
+        try
         {
+            if (await _responder.SendAsync(context, selected, entry.Settings))
+            {
+                return;
+            }
+        }
+        catch (IOException ex) when (DescriptorExhaustion.Is(ex) && !context.Response.HasStarted)
+        {
+            DescriptorExhaustion.Respond(context, _logger, entry.Settings.LogName, ex);
             return;
         }
 
@@ -147,133 +155,141 @@ internal sealed class FastStaticFileMiddleware : IDisposable
 
     private async Task ServeAsync(HttpContext context, string subpath, bool rootWithoutSlash = false, bool useCache = true)
     {
-        // Entries are keyed by the exact request path, so only cache when the prefix matched with its own case.
-        string? path = context.Request.Path.Value;
-        if (useCache && _cache is not null && path is not null && subpath[^1] != '/'
-            && path.Length == _requestPathValue.Length + subpath.Length
-            && path.StartsWith(_requestPathValue, StringComparison.Ordinal)
-            && TryGetContentType(subpath, out string? cachedType))
-        {
-            CachedFile? built = _cache.Build(path, subpath, SettingsFor(subpath, cachedType), _options.EnablePrecompressedFiles);
-            if (built is not null)
-            {
-                await ServeCachedAsync(context, built);
-                return;
-            }
-        }
-
-        FileVersion? identity = null;
-        FileVersion? selected = null;
         try
         {
-            LookupResult found = LookupResult.NotFound;
-            if (!rootWithoutSlash && subpath[^1] != '/')
+            // Entries are keyed by the exact request path, so only cache when the prefix matched with its own case.
+            string? path = context.Request.Path.Value;
+            if (useCache && _cache is not null && path is not null && subpath[^1] != '/'
+                && path.Length == _requestPathValue.Length + subpath.Length
+                && path.StartsWith(_requestPathValue, StringComparison.Ordinal)
+                && TryGetContentType(subpath, out string? cachedType))
             {
-                if (!TryGetContentType(subpath, out _))
+                CachedFile? built = _cache.Build(path, subpath, SettingsFor(subpath, cachedType), _options.EnablePrecompressedFiles);
+                if (built is not null)
                 {
-                    // Unknown types are still looked up when default files may apply to a directory.
-                    if (_options.DefaultFileNames.Count == 0)
+                    await ServeCachedAsync(context, built);
+                    return;
+                }
+            }
+
+            FileVersion? identity = null;
+            FileVersion? selected = null;
+            try
+            {
+                LookupResult found = LookupResult.NotFound;
+                if (!rootWithoutSlash && subpath[^1] != '/')
+                {
+                    if (!TryGetContentType(subpath, out _))
                     {
-                        Log.UnknownContentType(_logger, subpath);
-                        await _next(context);
-                        return;
+                        // Unknown types are still looked up when default files may apply to a directory.
+                        if (_options.DefaultFileNames.Count == 0)
+                        {
+                            Log.UnknownContentType(_logger, subpath);
+                            await _next(context);
+                            return;
+                        }
+                    }
+                    else
+                    {
+                        found = _source.TryOpen(subpath, null, out identity);
+                    }
+
+                    if (found == LookupResult.NotFound && _options.DefaultFileNames.Count > 0 && _source.DirectoryExists(subpath))
+                    {
+                        found = LookupResult.Directory;
                     }
                 }
                 else
                 {
-                    found = _source.TryOpen(subpath, null, out identity);
-                }
-
-                if (found == LookupResult.NotFound && _options.DefaultFileNames.Count > 0 && _source.DirectoryExists(subpath))
-                {
                     found = LookupResult.Directory;
                 }
-            }
-            else
-            {
-                found = LookupResult.Directory;
-            }
 
-            if (found == LookupResult.Directory)
-            {
-                if (_options.DefaultFileNames.Count == 0)
+                if (found == LookupResult.Directory)
                 {
-                    await _next(context);
-                    return;
-                }
-
-                if (rootWithoutSlash || subpath[^1] != '/')
-                {
-                    if (_options.RedirectToAppendTrailingSlash && FindDefaultFile(rootWithoutSlash ? "/" : subpath + "/", out FileVersion? probe) is not null)
+                    if (_options.DefaultFileNames.Count == 0)
                     {
-                        probe!.Dispose();
-                        // RFC 9110 15.4.2; relative links in the page need the trailing slash.
-                        HttpRequest request = context.Request;
-                        context.Response.StatusCode = StatusCodes.Status301MovedPermanently;
-                        context.Response.Headers.Location = request.PathBase + request.Path + "/" + request.QueryString;
+                        await _next(context);
                         return;
                     }
 
-                    await _next(context);
-                    return;
-                }
-
-                string? defaultPath = FindDefaultFile(subpath, out identity);
-                if (defaultPath is null)
-                {
-                    await _next(context);
-                    return;
-                }
-
-                subpath = defaultPath;
-            }
-
-            if (identity is null)
-            {
-                await _next(context);
-                return;
-            }
-
-            if (!TryGetContentType(subpath, out string? contentType))
-            {
-                Log.UnknownContentType(_logger, subpath);
-                await _next(context);
-                return;
-            }
-
-            ContentCodings available = _options.EnablePrecompressedFiles ? ProbeSidecars(subpath) : ContentCodings.None;
-            selected = identity;
-            if (available != ContentCodings.None)
-            {
-                ContentCodings choice = ParseAcceptEncoding(context).Select(available);
-                if (choice != ContentCodings.None)
-                {
-                    (_, string suffix, string token) = Sidecar.All[Sidecar.IndexOf(choice)];
-                    if (_source.TryOpen(subpath + suffix, token, out FileVersion? variant) == LookupResult.File)
+                    if (rootWithoutSlash || subpath[^1] != '/')
                     {
-                        if (Sidecar.IsFresh(variant!, identity))
+                        if (_options.RedirectToAppendTrailingSlash && FindDefaultFile(rootWithoutSlash ? "/" : subpath + "/", out FileVersion? probe) is not null)
                         {
-                            selected = variant!;
+                            probe!.Dispose();
+                            // RFC 9110 15.4.2; relative links in the page need the trailing slash.
+                            HttpRequest request = context.Request;
+                            context.Response.StatusCode = StatusCodes.Status301MovedPermanently;
+                            context.Response.Headers.Location = request.PathBase + request.Path + "/" + request.QueryString;
+                            return;
                         }
-                        else
+
+                        await _next(context);
+                        return;
+                    }
+
+                    string? defaultPath = FindDefaultFile(subpath, out identity);
+                    if (defaultPath is null)
+                    {
+                        await _next(context);
+                        return;
+                    }
+
+                    subpath = defaultPath;
+                }
+
+                if (identity is null)
+                {
+                    await _next(context);
+                    return;
+                }
+
+                if (!TryGetContentType(subpath, out string? contentType))
+                {
+                    Log.UnknownContentType(_logger, subpath);
+                    await _next(context);
+                    return;
+                }
+
+                ContentCodings available = _options.EnablePrecompressedFiles ? ProbeSidecars(subpath) : ContentCodings.None;
+                selected = identity;
+                if (available != ContentCodings.None)
+                {
+                    ContentCodings choice = ParseAcceptEncoding(context).Select(available);
+                    if (choice != ContentCodings.None)
+                    {
+                        (_, string suffix, string token) = Sidecar.All[Sidecar.IndexOf(choice)];
+                        if (_source.TryOpen(subpath + suffix, token, out FileVersion? variant) == LookupResult.File)
                         {
-                            variant!.Dispose();
+                            if (Sidecar.IsFresh(variant!, identity))
+                            {
+                                selected = variant!;
+                            }
+                            else
+                            {
+                                variant!.Dispose();
+                            }
                         }
                     }
                 }
-            }
 
-            FileResponseSettings settings = SettingsFor(subpath, contentType) with { VaryAcceptEncoding = available != ContentCodings.None };
-            await _responder.SendAsync(context, selected, settings);
-        }
-        finally
-        {
-            if (selected is not null && !ReferenceEquals(selected, identity))
+                FileResponseSettings settings = SettingsFor(subpath, contentType) with { VaryAcceptEncoding = available != ContentCodings.None };
+                await _responder.SendAsync(context, selected, settings);
+            }
+            finally
             {
-                selected.Dispose();
-            }
+                if (selected is not null && !ReferenceEquals(selected, identity))
+                {
+                    selected.Dispose();
+                }
 
-            identity?.Dispose();
+                identity?.Dispose();
+            }
+        }
+        catch (IOException ex) when (DescriptorExhaustion.Is(ex) && !context.Response.HasStarted)
+        {
+            // Every open happens before the headers; nothing of this response has been written.
+            DescriptorExhaustion.Respond(context, _logger, subpath, ex);
         }
     }
 
