@@ -1,5 +1,4 @@
-using FastFiles.Connections;
-using FastFiles.StaticFiles;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.AspNetCore.StaticFiles;
 using Microsoft.Extensions.FileProviders;
@@ -16,6 +15,9 @@ internal sealed record BenchMode(string Description, Action<IServiceCollection> 
 
     /// <summary>Run socket continuations inline on the epoll thread (diagnostic; unsafe for blocking apps).</summary>
     public bool InlineScheduling { get; init; }
+
+    /// <summary>Host-level settings (the tuned profile), applied after the harness' own Kestrel setup.</summary>
+    public Action<IWebHostBuilder>? Host { get; init; }
 }
 
 /// <summary>
@@ -65,8 +67,8 @@ internal static class BenchModes
             (app, root) => app.UseFastFiles(FastOptions(root)))
         {
             // What a user adds for the connection-level parts, with defaults (the HTTP/2 TLS stage is opt-in).
-            Kestrel = kestrel => kestrel.UseFastFiles(o => o.EnableTlsRecordCoalescing = false),
-            Listen = listen => listen.UseFastFiles(),
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(o => o.EnableTlsRecordCoalescing = false),
+            Listen = listen => listen.UseFastFilesConnections(),
         },
 
         ["fastfiles-stage"] = new(
@@ -74,13 +76,13 @@ internal static class BenchModes
             services => services.AddFastFiles(),
             (app, root) => app.UseFastFiles(FastOptions(root)))
         {
-            Kestrel = kestrel => kestrel.UseFastFiles(o =>
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(o =>
             {
                 o.EnableTlsRecordCoalescing = false;
                 o.EnableHttp2TlsOutputStage = true;
                 o.Http2TlsOutputStage.Mode = Http2TlsOutputStageMode.Http2Only;
             }),
-            Listen = listen => listen.UseFastFiles(),
+            Listen = listen => listen.UseFastFilesConnections(),
         },
 
         // The "stage off" twin of fastfiles-stage: the same connection-level setup with FastFiles' defaults, so the
@@ -90,8 +92,8 @@ internal static class BenchModes
             services => services.AddFastFiles(),
             (app, root) => app.UseFastFiles(FastOptions(root)))
         {
-            Kestrel = kestrel => kestrel.UseFastFiles(o => o.EnableTlsRecordCoalescing = false),
-            Listen = listen => listen.UseFastFiles(),
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(o => o.EnableTlsRecordCoalescing = false),
+            Listen = listen => listen.UseFastFilesConnections(),
         },
 
         // Diagnostics for "where does the time go": the same 1 KiB body from memory with no file middleware at all
@@ -107,8 +109,8 @@ internal static class BenchModes
             services => services.AddFastFiles(),
             (app, root) => app.UseFastFiles(FastOptions(root)))
         {
-            Kestrel = kestrel => kestrel.UseFastFiles(o => o.EnableTlsRecordCoalescing = false),
-            Listen = listen => listen.UseFastFiles(),
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(o => o.EnableTlsRecordCoalescing = false),
+            Listen = listen => listen.UseFastFilesConnections(),
             InlineScheduling = true,
         },
 
@@ -124,9 +126,9 @@ internal static class BenchModes
                 kestrel.Limits.Http2.InitialConnectionWindowSize = 16 * 1024 * 1024;
                 kestrel.Limits.Http2.InitialStreamWindowSize = 12 * 1024 * 1024;
                 kestrel.Limits.Http2.MaxFrameSize = 256 * 1024;
-                kestrel.UseFastFiles(o => o.EnableTlsRecordCoalescing = false);
+                kestrel.UseFastFilesConnections(o => o.EnableTlsRecordCoalescing = false);
             },
-            Listen = listen => listen.UseFastFiles(),
+            Listen = listen => listen.UseFastFilesConnections(),
         },
 
         // Today's defaults; the modes above keep record coalescing off so each differs from its twin in one part only.
@@ -135,15 +137,68 @@ internal static class BenchModes
             services => services.AddFastFiles(),
             (app, root) => app.UseFastFiles(FastOptions(root)))
         {
-            Kestrel = kestrel => kestrel.UseFastFiles(),
-            Listen = listen => listen.UseFastFiles(),
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(),
+            Listen = listen => listen.UseFastFilesConnections(),
+        },
+
+        // The open-file cache's twin: fastfiles-coalesce (today's defaults) with large files opened and closed per request.
+        ["fastfiles-noopenfiles"] = new(
+            "fastfiles-coalesce with the open-file cache off (MaxOpenFiles = 0)",
+            services => services.AddFastFiles(o => o.MaxOpenFiles = 0),
+            (app, root) => app.UseFastFiles(FastOptions(root)))
+        {
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(),
+            Listen = listen => listen.UseFastFilesConnections(),
         },
 
         ["fastfiles-nocache"] = new(
             "UseFastFiles with the file cache off",
             services => services.AddFastFiles(o => o.EnableFileCache = false),
             (app, root) => app.UseFastFiles(FastOptions(root))),
+
+        // The tuned host profile against fastfiles-coalesce (today's defaults), and with one of its knobs undone, so
+        // each knob's share shows in one run. "-inlinecompletions" is the profile plus the runtime's
+        // DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS=1, which the harness sets in that mode's environment.
+        ["fastfiles-tuned"] = Tuned("UseFastFiles + connection parts at their defaults + UseFastFilesTunedProfile", _ => { }),
+        ["fastfiles-tuned-noinline"] = Tuned(
+            "fastfiles-tuned with UnsafePreferInlineScheduling back off (only WaitForDataBeforeAllocatingBuffer = false)",
+            web => web.UseSockets(sockets => sockets.UnsafePreferInlineScheduling = false)),
+        ["fastfiles-tuned-inlinecompletions"] = Tuned("fastfiles-tuned with DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS=1", _ => { }),
+
+        // MapStaticAssets (how .NET 9/10 templates serve wwwroot) over a publish-form manifest written at start-up for
+        // the served folder, plain and with FastFiles' send path under its endpoints.
+        ["staticassets"] = new(
+            "MapStaticAssets",
+            _ => { },
+            (app, root) => app.MapStaticAssets(StaticAssetsManifest(root))),
+
+        ["staticassets-fast"] = new(
+            "MapStaticAssets().WithFastFiles()",
+            services => services.AddFastFiles(),
+            (app, root) => app.MapStaticAssets(StaticAssetsManifest(root)).WithFastFiles()),
     };
+
+    private static BenchMode Tuned(string description, Action<IWebHostBuilder> undo) => new(
+        description,
+        services => services.AddFastFiles(),
+        (app, root) => app.UseFastFiles(FastOptions(root)))
+    {
+        Kestrel = kestrel => kestrel.UseFastFilesConnections(),
+        Listen = listen => listen.UseFastFilesConnections(),
+        Host = web =>
+        {
+            web.UseFastFilesTunedProfile();
+            undo(web);
+        },
+    };
+
+    // No gzip variants: the harness' files are random bytes, and h2load asks for gzip.
+    private static string StaticAssetsManifest(string root)
+    {
+        string path = Path.Combine(Path.GetTempPath(), $"fastfiles-bench-{Environment.ProcessId}.staticwebassets.endpoints.json");
+        FastFiles.Testing.StaticWebAssetsManifest.Write(root, path, compress: false);
+        return path;
+    }
 
     // Bodies are read once at start-up, so the endpoint measures Kestrel alone; unknown paths are 404.
     private static RequestDelegate InMemoryBody(string root)

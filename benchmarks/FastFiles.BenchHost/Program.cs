@@ -20,6 +20,8 @@ var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions
     Args = [],
     EnvironmentName = Environments.Production,
     ContentRootPath = AppContext.BaseDirectory,
+    // MapStaticAssets serves from the web root.
+    WebRootPath = options.Root,
 });
 
 // Logging is part of what a production server pays, but a console logger would make the measurement about the
@@ -59,6 +61,7 @@ if (mode.InlineScheduling)
     builder.WebHost.UseSockets(sockets => sockets.UnsafePreferInlineScheduling = true);
 }
 
+mode.Host?.Invoke(builder.WebHost);
 mode.ConfigureServices(builder.Services);
 WebApplication app = builder.Build();
 

@@ -2,6 +2,7 @@ using System.Buffers;
 using BenchmarkDotNet.Attributes;
 using FastFiles.Benchmarks.Infrastructure;
 using FastFiles.IO;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.Win32.SafeHandles;
 
 namespace FastFiles.Benchmarks;

@@ -1,7 +1,7 @@
 using System.Globalization;
 using BenchmarkDotNet.Attributes;
 using FastFiles.Benchmarks.Infrastructure;
-using FastFiles.StaticFiles;
+using FastFiles.Files;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.StaticFiles;
 using Microsoft.Net.Http.Headers;

@@ -4,6 +4,7 @@ using System.Threading.Tasks.Sources;
 using BenchmarkDotNet.Attributes;
 using FastFiles.Benchmarks.Infrastructure;
 using FastFiles.Connections;
+using FastFiles.Diagnostics;
 using Microsoft.Extensions.Logging.Abstractions;
 
 namespace FastFiles.Benchmarks;
@@ -46,7 +47,7 @@ public class Http2TlsOutputStageBenchmarks
         Random.Shared.NextBytes(_chunk);
         _tls = new TlsSide();
         _sent = 0;
-        _stage = new OutputStageConnection(_tls, new BlockMemoryPool(), Bound, new Http2TlsOutputStageStatistics(), new FastFiles.Caching.FastFilesMetrics(null), NullLogger.Instance, "bench");
+        _stage = new OutputStageConnection(_tls, new BlockMemoryPool(), Bound, new Http2TlsOutputStageStatistics(), new FastFiles.Diagnostics.FastFilesMetrics(null), NullLogger.Instance, "bench");
         _stageDrain = _stage.StartDraining();
     }
 

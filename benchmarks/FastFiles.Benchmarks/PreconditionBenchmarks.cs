@@ -1,6 +1,7 @@
 using BenchmarkDotNet.Attributes;
 using FastFiles.Benchmarks.Infrastructure;
-using FastFiles.StaticFiles;
+using FastFiles.Files;
+using FastFiles.Http;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Http.Headers;
 using Microsoft.Net.Http.Headers;
@@ -52,7 +53,7 @@ public class PreconditionBenchmarks
         // UseStaticFiles' tag: seconds-resolution file time XOR length, in hex.
         _stockETag = new EntityTagHeaderValue("\"" + Convert.ToString(_lastModified.ToFileTime() ^ _length, 16) + "\"");
 
-        _fastRequest = CreateRequest(_file.ETag);
+        _fastRequest = CreateRequest(_file.ETag!);
         _stockRequest = CreateRequest(_stockETag.Tag.ToString());
     }
 
@@ -149,7 +150,7 @@ public class PreconditionBenchmarks
     public long FastFiles()
     {
         IHeaderDictionary headers = _fastRequest.Headers;
-        int status = FileResponder.Evaluate(headers, _file, isGet: true, isHead: false, enableRanges: true, parsed: null, out long start, out long count);
+        int status = FileRequestEvaluator.Evaluate(FileRequestHeaders.From(headers), _file, isGet: true, isHead: false, enableRanges: true, parsed: null, out long start, out long count, out _, maxRanges: 64);
         return status + start + count;
     }
 

@@ -41,13 +41,16 @@ SERVER_CPU = "0"
 CLIENT_CPU = "1"
 
 # .NET configurations are BenchHost --mode names; adding a mode there and its name here is all it takes.
-DOTNET_MODES = ["stock", "sendfile", "fastfiles", "fastfiles-coalesce", "fastfiles-stage", "fastfiles-nostage", "fastfiles-nocache"]
+DOTNET_MODES = ["stock", "sendfile", "fastfiles", "fastfiles-coalesce", "fastfiles-stage", "fastfiles-nostage", "fastfiles-nocache",
+                "staticassets", "staticassets-fast", "fastfiles-noopenfiles"]
 PEERS = ["nginx", "caddy"]
+# Runtime settings that only an environment variable can make (read before Main runs), per BenchHost mode.
+MODE_ENVIRONMENT = {"fastfiles-tuned-inlinecompletions": {"DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS": "1"}}
 REQUIRED_TOOLS = {"wrk": "wrk", "h2load": "nghttp2-client", "nginx": "nginx", "curl": "curl", "openssl": "openssl"}
 
 KIB = 1024
 MIB = 1024 * 1024
-SINGLE_FILES = {"f1k.bin": KIB, "f4k.bin": 4 * KIB, "f64k.bin": 64 * KIB, "f1m.bin": MIB, "f100m.bin": 100 * MIB}
+SINGLE_FILES = {"f1k.bin": KIB, "f4k.bin": 4 * KIB, "f64k.bin": 64 * KIB, "f256k.bin": 256 * KIB, "f1m.bin": MIB, "f100m.bin": 100 * MIB}
 # 20 files spread evenly over 1..85 KiB: a page's worth of scripts, styles and images.
 MIXED_FILES = {f"mixed/m{i:02d}.bin": round((1 + i * 84 / 19) * KIB) for i in range(20)}
 
@@ -97,12 +100,15 @@ WORKLOADS = [
     Workload("h1-1k-revalidate", "http1", "HTTP/1.1 keep-alive, 1 KiB, browser revalidation (304)", "wrk", "f1k.bin", connections=32, browser=True, revalidate=True),
     Workload("h1-4k", "http1", "HTTP/1.1 keep-alive, 4 KiB", "wrk", "f4k.bin", connections=32),
     Workload("h1-64k", "http1", "HTTP/1.1 keep-alive, 64 KiB", "wrk", "f64k.bin", connections=32),
+    # Just above the 64 KiB content-cache limit: read from disk per request, where open/close per request shows most.
+    Workload("h1-256k", "http1", "HTTP/1.1 keep-alive, 256 KiB", "wrk", "f256k.bin", connections=32),
     Workload("h1-1m", "http1", "HTTP/1.1 keep-alive, 1 MiB", "wrk", "f1m.bin", connections=16),
     Workload("h1-100m", "http1", "HTTP/1.1 keep-alive, 100 MiB", "wrk", "f100m.bin", connections=4, ratio_metric="mbps"),
     Workload("h1tls-1k", "http1", "HTTP/1.1 over TLS keep-alive, 1 KiB", "wrk", "f1k.bin", connections=32, tls=True),
     Workload("h1tls-64k", "http1", "HTTP/1.1 over TLS keep-alive, 64 KiB", "wrk", "f64k.bin", connections=32, tls=True),
     Workload("h2-1x70-1k", "h2", "HTTP/2 TLS, 1 conn x 70 streams, 1 KiB", "h2load", "f1k.bin", 1, 70),
     Workload("h2-1x70-64k", "h2", "HTTP/2 TLS, 1 conn x 70 streams, 64 KiB", "h2load", "f64k.bin", 1, 70),
+    Workload("h2-1x16-1m", "h2", "HTTP/2 TLS, 1 conn x 16 streams, 1 MiB", "h2load", "f1m.bin", 1, 16, ratio_metric="mbps"),
     Workload("h2-1x1-1k", "h2", "HTTP/2 TLS, 1 conn x 1 stream, 1 KiB", "h2load", "f1k.bin", 1, 1),
     Workload("h2-1x1-64k", "h2", "HTTP/2 TLS, 1 conn x 1 stream, 64 KiB", "h2load", "f64k.bin", 1, 1),
     Workload("h2-16x100-mixed", "h2", "HTTP/2 TLS, 16 conns x 100 streams, 20 files of 1-85 KiB", "h2load", None, 16, 100),
@@ -279,7 +285,7 @@ def start_server(server: Server, work: Path, files: Path, cert: Path, key: Path)
     server.log_path = work / f"{server.name}.log"
     pin = ["taskset", "-c", SERVER_CPU]
     if server.is_dotnet:
-        env = dict(os.environ, DOTNET_CLI_TELEMETRY_OPTOUT="1", DOTNET_NOLOGO="1")
+        env = dict(os.environ, DOTNET_CLI_TELEMETRY_OPTOUT="1", DOTNET_NOLOGO="1", **MODE_ENVIRONMENT.get(server.name, {}))
         argv = pin + ["dotnet", str(HOST_DLL), "--mode", server.name, "--root", str(files),
                       "--http-port", str(server.http_port), "--https-port", str(server.https_port),
                       "--h2c-port", str(server.h2c_port),

@@ -1,7 +1,4 @@
-using System.Net;
-using FastFiles.Results;
 using FastFiles.Sample;
-using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.Extensions.FileProviders;
@@ -40,21 +37,27 @@ if (rootArgument is null)
 }
 
 var certificate = SampleCertificate.DevelopmentOrSelfSigned(out bool generated);
-bool customUrls = !string.IsNullOrEmpty(builder.Configuration["urls"]) || !string.IsNullOrEmpty(builder.Configuration["ASPNETCORE_URLS"]);
+// The sample's own addresses only when none are configured (--urls, ASPNETCORE_URLS, http_ports/https_ports or
+// Kestrel:Endpoints in appsettings.json), so a second instance or a configured deployment can choose its own.
+bool configured = !string.IsNullOrEmpty(builder.Configuration["urls"])
+    || !string.IsNullOrEmpty(builder.Configuration["http_ports"])
+    || !string.IsNullOrEmpty(builder.Configuration["https_ports"])
+    || builder.Configuration.GetSection("Kestrel:Endpoints").GetChildren().Any();
+if (!configured)
+{
+    builder.WebHost.UseUrls("http://127.0.0.1:5080", "https://127.0.0.1:5443");
+}
+
 builder.WebHost.ConfigureKestrel(kestrel =>
 {
-    // FastFiles' connection-level parts: configuration endpoints (Kestrel:Endpoints) get them here, including the
-    // zero-copy send path (sendfile) on plaintext ones.
-    kestrel.UseFastFiles(fastFiles => fastFiles.EnableZeroCopySendFile = true);
+    // FastFiles' connection-level parts on every endpoint, bound from URLs or from Kestrel:Endpoints: TLS record
+    // coalescing on HTTPS ones, the zero-copy send path (sendfile) on plaintext ones, the request header cache on all.
+    kestrel.UseFastFilesConnections(fastFiles => fastFiles.EnableZeroCopySendFile = true);
     kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = certificate);
-    if (!customUrls)
-    {
-        // Code endpoints add them per endpoint: the request header cache, and after UseHttps the HTTP/2 TLS stage.
-        // Plaintext: the zero-copy send path first (outermost), so file bodies go out with sendfile(2).
-        kestrel.Listen(IPAddress.Loopback, 5080, listen => listen.UseZeroCopySendFile().UseFastFiles());
-        kestrel.Listen(IPAddress.Loopback, 5443, listen => listen.UseHttps(certificate).UseFastFiles());
-    }
 });
+
+// The tuned host profile: the sample's handlers never block a thread, so socket continuations may run inline.
+builder.WebHost.UseFastFilesTunedProfile();
 
 // Options come from the "FastFiles" section of appsettings.json; code can refine them.
 builder.Services.AddFastFiles();

@@ -1,4 +1,4 @@
-namespace FastFiles;
+namespace Microsoft.AspNetCore.Builder;
 
 /// <summary>
 /// Process-wide settings for how FastFiles reads files and writes them to responses. Bind them from the
@@ -65,6 +65,33 @@ public sealed class FastFilesOptions
     /// </summary>
     /// <remarks>Defaults to 1 second (nginx's <c>open_file_cache_valid</c> defaults to 60 seconds).</remarks>
     public TimeSpan FileCacheRevalidationInterval { get; set; } = TimeSpan.FromSeconds(1);
+
+    /// <summary>
+    /// How many descriptors of files larger than <see cref="MaxCachedFileSize"/> the cache keeps open across requests,
+    /// per root (nginx's <c>open_file_cache max=</c>), so their bodies are read with no open and close per request.
+    /// A descriptor is closed as soon as the cache sees its file change, when its entry is evicted or revalidated
+    /// away, and when the app stops; at the limit the least recently used tenth is closed. 0 turns this off.
+    /// </summary>
+    /// <remarks>
+    /// Defaults to 1024: enough for the large files a site serves hot, and a small share of the process's descriptor
+    /// limit. A deleted or replaced file's disk space stays allocated while its descriptor is open: until the cache
+    /// sees the change (usually within milliseconds through inotify; without notifications, at the next request after
+    /// <see cref="FileCacheRevalidationInterval"/>), or the entry is evicted.
+    /// </remarks>
+    public int MaxOpenFiles { get; set; } = 1024;
+
+    /// <summary>
+    /// The most range-specs a Range header may hold for a multipart/byteranges answer (RFC 9110 14.6); a request with
+    /// more gets the whole file (200). 0 or 1 turns multipart answers off (several ranges then get a 200, as with
+    /// UseStaticFiles). Applies to <c>UseFastFiles</c> and the file results.
+    /// </summary>
+    /// <remarks>
+    /// Defaults to 64. Apache httpd's <c>MaxRanges</c> defaults to 200 and nginx's <c>max_ranges</c> is unlimited; with
+    /// coalescing and the rule that ranges asking for more bytes than the file get the whole file (both always on, so
+    /// no byte is sent twice), the count only bounds a response's parts: 64 keeps their header overhead to a few KiB
+    /// and their reads to 64 while leaving room for clients that batch ranges (PDF and media readers).
+    /// </remarks>
+    public int MaxRanges { get; set; } = 64;
 
     internal int EffectiveBufferSize => Math.Clamp(BufferSize, MinBufferSize, MaxBufferSize);
 }

@@ -1,4 +1,5 @@
-using FastFiles.StaticFiles;
+using FastFiles.Files;
+using FastFiles.Http;
 
 namespace FastFiles.Caching;
 
@@ -36,7 +37,7 @@ internal sealed class CachedFile
         {
             if (variant is not null)
             {
-                Available |= ToCoding(variant.ContentEncoding);
+                Available |= Sidecar.FromToken(variant.ContentEncoding);
             }
         }
 
@@ -67,6 +68,24 @@ internal sealed class CachedFile
 
     public long ContentBytes { get; }
 
+    /// <summary>Whether a version of this entry still holds a descriptor open across requests.</summary>
+    public bool HoldsHandles => Identity.SharedHandle is { IsRetired: false } || Array.Exists(Variants, v => v?.SharedHandle is { IsRetired: false });
+
+    /// <summary>Closes (once leases end) the descriptors this entry's versions hold; returns how many it retired.</summary>
+    public int RetireHandles()
+    {
+        int retired = Identity.SharedHandle?.Retire() == true ? 1 : 0;
+        foreach (FileVersion? variant in Variants)
+        {
+            if (variant?.SharedHandle?.Retire() == true)
+            {
+                retired++;
+            }
+        }
+
+        return retired;
+    }
+
     public long ValidatedAt => Volatile.Read(ref _validatedAt);
 
     public long LastAccess => Volatile.Read(ref _lastAccess);
@@ -85,19 +104,6 @@ internal sealed class CachedFile
         }
     }
 
-    public FileVersion Select(ContentCodings coding) => coding switch
-    {
-        ContentCodings.Brotli => Variants[Sidecar.Brotli] ?? Identity,
-        ContentCodings.Zstd => Variants[Sidecar.Zstd] ?? Identity,
-        ContentCodings.Gzip => Variants[Sidecar.Gzip] ?? Identity,
-        _ => Identity,
-    };
-
-    private static ContentCodings ToCoding(string? token) => token switch
-    {
-        "br" => ContentCodings.Brotli,
-        "zstd" => ContentCodings.Zstd,
-        "gzip" => ContentCodings.Gzip,
-        _ => ContentCodings.None,
-    };
+    public FileVersion Select(ContentCodings coding)
+        => coding == ContentCodings.None ? Identity : Variants[Sidecar.IndexOf(coding)] ?? Identity;
 }

@@ -1,5 +1,8 @@
 using System.Collections.Concurrent;
-using FastFiles.StaticFiles;
+using FastFiles.Diagnostics;
+using FastFiles.Http;
+using FastFiles.Files;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Logging;
 
 namespace FastFiles.Caching;
@@ -15,7 +18,7 @@ namespace FastFiles.Caching;
 /// Content is read once with the stamp taken before and after; if the file changed while it was read the bytes
 /// are not cached. A cached version is immutable, so one response never mixes two versions.
 /// </remarks>
-internal sealed class FileCache : IDisposable
+internal sealed class FileCache : IDisposable, ICacheGauges
 {
     private readonly ConcurrentDictionary<string, CachedFile> _entries = new(StringComparer.Ordinal);
     private readonly Lock _writeLock = new();
@@ -26,11 +29,19 @@ internal sealed class FileCache : IDisposable
     private readonly ILogger _logger;
     private readonly long _revalidateAfterMs;
     private readonly FileSystemWatcher? _watcher;
+    private readonly bool _contentHashETags;
+
+    // Content hashes of files too large to hold are computed one at a time, off the request path, and abandoned
+    // when the app stops.
+    private readonly SemaphoreSlim _hashGate = new(1);
+    private readonly CancellationTokenSource _stopping = new();
     private long _bytesHeld;
     private long _generation;
+    private int _openHandles;
 
-    public FileCache(PhysicalFileSource source, string keyPrefix, FastFilesOptions options, FastFilesMetrics metrics, ILogger logger)
+    public FileCache(PhysicalFileSource source, string keyPrefix, FastFilesOptions options, FastFilesMetrics metrics, ILogger logger, bool contentHashETags = false)
     {
+        _contentHashETags = contentHashETags;
         _source = source;
         _keyPrefix = keyPrefix;
         _options = options;
@@ -44,6 +55,9 @@ internal sealed class FileCache : IDisposable
     public int Count => _entries.Count;
 
     public long BytesHeld => Interlocked.Read(ref _bytesHeld);
+
+    /// <summary>Descriptors of large files held open across requests (at most <see cref="FastFilesOptions.MaxOpenFiles"/>).</summary>
+    public int OpenHandles => Volatile.Read(ref _openHandles);
 
     /// <summary>Whether change notifications are flowing; without them freshness rests on revalidation alone.</summary>
     public bool IsWatching => _watcher is { EnableRaisingEvents: true };
@@ -93,7 +107,7 @@ internal sealed class FileCache : IDisposable
         var stamps = new FileStamp?[Sidecar.All.Length];
         using (opened)
         {
-            identity = Snapshot(opened!, ref torn);
+            identity = Snapshot(key, opened!, ref torn);
             for (int i = 0; precompressed && i < Sidecar.All.Length; i++)
             {
                 (_, string suffix, string token) = Sidecar.All[i];
@@ -110,7 +124,7 @@ internal sealed class FileCache : IDisposable
                     {
                         if (Sidecar.IsFresh(variant!, identity))
                         {
-                            variants[i] = Snapshot(variant!, ref torn);
+                            variants[i] = Snapshot(key, variant!, ref torn);
                             stamps[i] = variant!.Stamp;
                         }
                     }
@@ -142,13 +156,18 @@ internal sealed class FileCache : IDisposable
                 _bytesHeld -= entry.ContentBytes;
             }
         }
+
+        // Also when the entry was already replaced: its descriptors must not outlive what the cache knows.
+        RetireHandles(entry);
     }
 
-    private FileVersion Snapshot(FileVersion opened, ref bool torn)
+    private FileVersion Snapshot(string key, FileVersion opened, ref bool torn)
     {
         if (opened.Length > _options.MaxCachedFileSize || opened.Length > _options.FileCacheSizeLimit)
         {
-            return opened.ForCache(null);
+            // Bodies read from disk per request: keep this descriptor so those requests skip open and close.
+            SharedFileHandle? shared = opened.Length > 0 && ReserveHandle() ? new SharedFileHandle(opened.TakeHandle()!) : null;
+            return opened.ForCache(null, shared, HashInBackground(key, opened));
         }
 
         byte[] content = GC.AllocateUninitializedArray<byte>((int)opened.Length);
@@ -168,10 +187,32 @@ internal sealed class FileCache : IDisposable
         if (total != content.Length || FileStamp.FromHandle(opened.Handle!) != opened.Stamp)
         {
             torn = true;
-            return opened.ForCache(null);
+            return opened.ForCache(null, null, HashInBackground(key, opened));
         }
 
-        return opened.ForCache(content);
+        return opened.ForCache(content, null, _contentHashETags ? ContentHash.Of(content) : null);
+    }
+
+    // Started now, so by the time a client revalidates the tag is usually known; a change found while hashing makes
+    // the entry re-check the file system on its next request.
+    private ContentHash? HashInBackground(string key, FileVersion opened)
+    {
+        if (!_contentHashETags)
+        {
+            return null;
+        }
+
+        var hash = ContentHash.ForFile(opened.PhysicalPath!, opened.Stamp, _hashGate, () => MarkSuspect(key), _stopping.Token);
+        hash.Start();
+        return hash;
+    }
+
+    private void MarkSuspect(string key)
+    {
+        if (_entries.TryGetValue(key, out CachedFile? entry))
+        {
+            entry.MarkSuspect();
+        }
     }
 
     private static bool StillCurrent(CachedFile entry)
@@ -201,6 +242,7 @@ internal sealed class FileCache : IDisposable
             if (_entries.TryGetValue(entry.Key, out CachedFile? previous))
             {
                 _bytesHeld -= previous.ContentBytes;
+                RetireHandles(previous);
             }
 
             _entries[entry.Key] = entry;
@@ -230,6 +272,7 @@ internal sealed class FileCache : IDisposable
             if (_entries.TryRemove(new KeyValuePair<string, CachedFile>(victim.Key, victim)))
             {
                 _bytesHeld -= victim.ContentBytes;
+                RetireHandles(victim);
                 evicted++;
             }
         }
@@ -238,6 +281,56 @@ internal sealed class FileCache : IDisposable
         {
             _metrics.Evicted(evicted);
             Log.Evicted(_logger, evicted, _entries.Count, _bytesHeld);
+        }
+    }
+
+    // Takes a descriptor slot; at the limit, first closes the least recently used tenth of the held descriptors
+    // (their entries stay cached and open the file per request again), so hot files keep theirs.
+    private bool ReserveHandle()
+    {
+        int max = _options.MaxOpenFiles;
+        if (max <= 0)
+        {
+            return false;
+        }
+
+        if (Interlocked.Increment(ref _openHandles) <= max)
+        {
+            return true;
+        }
+
+        Interlocked.Decrement(ref _openHandles);
+        lock (_writeLock)
+        {
+            int target = max * 9 / 10;
+            CachedFile[] holders = _entries.Values.Where(e => e.HoldsHandles).ToArray();
+            Array.Sort(holders, static (a, b) => a.LastAccess.CompareTo(b.LastAccess));
+            foreach (CachedFile holder in holders)
+            {
+                if (Volatile.Read(ref _openHandles) <= target)
+                {
+                    break;
+                }
+
+                RetireHandles(holder);
+            }
+        }
+
+        if (Interlocked.Increment(ref _openHandles) <= max)
+        {
+            return true;
+        }
+
+        Interlocked.Decrement(ref _openHandles);
+        return false;
+    }
+
+    private void RetireHandles(CachedFile entry)
+    {
+        int retired = entry.RetireHandles();
+        if (retired > 0)
+        {
+            Interlocked.Add(ref _openHandles, -retired);
         }
     }
 
@@ -323,6 +416,11 @@ internal sealed class FileCache : IDisposable
         Interlocked.Increment(ref _generation);
         lock (_writeLock)
         {
+            foreach (CachedFile entry in _entries.Values)
+            {
+                RetireHandles(entry);
+            }
+
             _entries.Clear();
             _bytesHeld = 0;
         }
@@ -330,6 +428,7 @@ internal sealed class FileCache : IDisposable
 
     public void Dispose()
     {
+        _stopping.Cancel();
         _watcher?.Dispose();
         _metrics.Unregister(this);
         Clear();

@@ -1,6 +1,6 @@
-namespace FastFiles.Connections;
+namespace Microsoft.AspNetCore.Builder;
 
-/// <summary>Settings of FastFiles' connection-level parts, passed to <c>KestrelServerOptions.UseFastFiles</c>.</summary>
+/// <summary>Settings of FastFiles' connection-level parts, passed to <c>KestrelServerOptions.UseFastFilesConnections</c>.</summary>
 public sealed class FastFilesKestrelOptions
 {
     /// <summary>
@@ -11,7 +11,7 @@ public sealed class FastFilesKestrelOptions
     public Http2TlsOutputStageOptions Http2TlsOutputStage { get; } = new();
 
     /// <summary>
-    /// Whether <c>KestrelServerOptions.UseFastFiles</c> and <c>ListenOptions.UseFastFiles</c> add the HTTP/2 TLS output
+    /// Whether <c>KestrelServerOptions.UseFastFilesConnections</c> and <c>ListenOptions.UseFastFilesConnections</c> add the HTTP/2 TLS output
     /// stage. An explicit <c>UseHttp2TlsOutputStage()</c> always adds it.
     /// </summary>
     /// <remarks>
@@ -22,8 +22,8 @@ public sealed class FastFilesKestrelOptions
     public bool EnableHttp2TlsOutputStage { get; set; }
 
     /// <summary>
-    /// Whether <c>KestrelServerOptions.UseFastFiles</c> (for HTTPS endpoints from configuration) and
-    /// <c>ListenOptions.UseFastFiles</c> (after <c>UseHttps</c>) add TLS record coalescing: Kestrel's output is written
+    /// Whether <c>KestrelServerOptions.UseFastFilesConnections</c> (for HTTPS endpoints from configuration) and
+    /// <c>ListenOptions.UseFastFilesConnections</c> (after <c>UseHttps</c>) add TLS record coalescing: Kestrel's output is written
     /// to the connection's <c>SslStream</c> from 16 KiB blocks, so responses go out in full-size TLS records instead of
     /// one record per 4 KiB memory-pool block. Inline: no extra pipe, no thread hop, no allocation in steady state.
     /// An explicit <c>UseTlsRecordCoalescing()</c> always adds it.
@@ -37,8 +37,8 @@ public sealed class FastFilesKestrelOptions
     public bool EnableTlsRecordCoalescing { get; set; } = true;
 
     /// <summary>
-    /// Whether endpoints from configuration, and code endpoints that call <c>listenOptions.UseFastFiles()</c>, give each
-    /// connection a cache of parsed request header values (see <c>UseFastFilesHeaderCache</c>). It is not consulted
+    /// Whether endpoints from configuration, and code endpoints that call <c>listenOptions.UseFastFilesConnections()</c>, give each
+    /// connection a cache of parsed request header values (see <c>UseRequestHeaderCache</c>). It is not consulted
     /// when string reuse is disabled.
     /// </summary>
     /// <remarks>Defaults to <see langword="true"/>.</remarks>

@@ -1,4 +1,4 @@
-namespace FastFiles.Connections;
+namespace Microsoft.AspNetCore.Builder;
 
 /// <summary>Which TLS connections the HTTP/2 TLS output stage decouples from encryption.</summary>
 public enum Http2TlsOutputStageMode

@@ -1,4 +1,6 @@
-namespace FastFiles.Connections;
+using FastFiles.Diagnostics;
+
+namespace Microsoft.AspNetCore.Builder;
 
 /// <summary>
 /// Settings of the HTTP/2 TLS output stage: a connection middleware that sits on the plaintext side of TLS, gives

@@ -1,7 +1,8 @@
 using System.Buffers;
 using System.Diagnostics;
 using System.IO.Pipelines;
-using FastFiles.Caching;
+using FastFiles.Diagnostics;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Logging;
 
 namespace FastFiles.Connections;

@@ -1,7 +1,8 @@
 using System.IO.Pipelines;
-using FastFiles.Caching;
+using FastFiles.Diagnostics;
 using FastFiles.Connections.SendPath;
 using FastFiles.IO;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Connections;
 using Microsoft.AspNetCore.Connections.Features;
 using Microsoft.AspNetCore.Http.Features;

@@ -1,5 +1,6 @@
-using FastFiles.Caching;
+using FastFiles.Diagnostics;
 using FastFiles.Connections;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
@@ -18,7 +19,7 @@ public static class SendPathListenOptionsExtensions
     /// <c>FastResults</c> go out with sendfile(2), straight from the file to the socket. Call it first on a plaintext
     /// endpoint (before anything else that wraps the connection). Responses it cannot send that way (TLS, HTTP/2,
     /// chunked, a replaced response body) are copied as before; connections without a socket, and platforms other than
-    /// 64-bit Linux, pass through. Uses the options given to <c>KestrelServerOptions.UseFastFiles</c> on the same server
+    /// 64-bit Linux, pass through. Uses the options given to <c>KestrelServerOptions.UseFastFilesConnections</c> on the same server
     /// if any, else the defaults.
     /// </summary>
     /// <param name="listenOptions">The endpoint.</param>
@@ -27,7 +28,7 @@ public static class SendPathListenOptionsExtensions
     public static ListenOptions UseZeroCopySendFile(this ListenOptions listenOptions, Action<ZeroCopySendFileOptions>? configure = null)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
-        // Resolved when the endpoint is built, so KestrelServerOptions.UseFastFiles may run before or after this call.
+        // Resolved when the endpoint is built, so KestrelServerOptions.UseFastFilesConnections may run before or after this call.
         listenOptions.Use(next =>
         {
             ZeroCopySendFileOptions registered = listenOptions.KestrelServerOptions is { } server

@@ -1,4 +1,4 @@
-namespace FastFiles.Connections;
+namespace Microsoft.AspNetCore.Builder;
 
 /// <summary>Settings of the zero-copy send path (sendfile(2) for file bodies on plaintext HTTP/1.x connections).</summary>
 public sealed class ZeroCopySendFileOptions

@@ -1,6 +1,10 @@
+using FastFiles.Hosting;
 using FastFiles.SendFile;
 using FastFiles.StaticFiles;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
 
 namespace Microsoft.AspNetCore.Builder;
@@ -18,19 +22,21 @@ public static class FastFilesApplicationBuilderExtensions
     public static IApplicationBuilder UseFastSendFile(this IApplicationBuilder app)
     {
         ArgumentNullException.ThrowIfNull(app);
-        return app.UseMiddleware<FastSendFileMiddleware>();
+        return app.UseMiddleware<FastSendFileMiddleware>(Options.Create(FastFilesConfiguration.FastFilesOptions(app.ApplicationServices)));
     }
 
     /// <summary>
     /// Serves static files with FastFiles: a drop-in for <c>UseStaticFiles</c>, configured by
-    /// <see cref="FastStaticFileOptions"/> from the service container (<c>AddFastFiles</c>, <c>ConfigureFastStaticFiles</c>).
+    /// <see cref="FastStaticFileOptions"/> bound from the <c>FastFiles:StaticFiles</c> configuration section, then code
+    /// (<c>AddFastFiles</c>, <c>ConfigureFastStaticFiles</c>). Without <c>AddFastFiles</c> the sections are bound here.
+    /// Logs a warning at startup when <c>MapStaticAssets</c> endpoints would take the requests (add <c>WithFastFiles()</c> to them).
     /// </summary>
     /// <param name="app">The application builder.</param>
     /// <returns>The application builder.</returns>
     public static IApplicationBuilder UseFastFiles(this IApplicationBuilder app)
     {
         ArgumentNullException.ThrowIfNull(app);
-        return app.UseMiddleware<FastStaticFileMiddleware>();
+        return app.UseFastFiles(FastFilesConfiguration.StaticFileOptions(app.ApplicationServices));
     }
 
     /// <summary>Serves static files under <paramref name="requestPath"/> from the web root.</summary>
@@ -51,6 +57,13 @@ public static class FastFilesApplicationBuilderExtensions
     {
         ArgumentNullException.ThrowIfNull(app);
         ArgumentNullException.ThrowIfNull(options);
-        return app.UseMiddleware<FastStaticFileMiddleware>(Options.Create(options));
+        IServiceProvider services = app.ApplicationServices;
+        // Runs when the pipeline is built, after every endpoint has been mapped; adds nothing per request.
+        app.Use(next =>
+        {
+            StaticAssetsCheck.WarnIfShadowed(services, services.GetRequiredService<ILoggerFactory>().CreateLogger("FastFiles.StaticFiles"));
+            return next;
+        });
+        return app.UseMiddleware<FastStaticFileMiddleware>(Options.Create(options), Options.Create(FastFilesConfiguration.FastFilesOptions(services)));
     }
 }

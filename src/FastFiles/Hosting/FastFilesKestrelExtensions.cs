@@ -1,5 +1,8 @@
 using System.Runtime.CompilerServices;
 using FastFiles.Connections;
+using FastFiles.Diagnostics;
+using FastFiles.Hosting;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Connections;
 using Microsoft.AspNetCore.Server.Kestrel;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
@@ -15,7 +18,7 @@ public static class FastFilesKestrelExtensions
 {
     private const string LoggerCategory = "FastFiles.Connections.Http2TlsOutputStage";
 
-    // Options registered by UseFastFiles, found again by the parameterless UseHttp2TlsOutputStage on code endpoints.
+    // Options registered by UseFastFilesConnections, found again by the parameterless UseHttp2TlsOutputStage on code endpoints.
     private static readonly ConditionalWeakTable<KestrelServerOptions, FastFilesKestrelOptions> Registered = [];
 
     internal static FastFilesKestrelOptions? RegisteredOptions(KestrelServerOptions options)
@@ -31,6 +34,11 @@ public static class FastFilesKestrelExtensions
     /// <c>listenOptions.UseHttps(...).UseHttp2TlsOutputStage()</c>, which then uses the options given here.
     /// </summary>
     /// <remarks>
+    /// Endpoints bound from URLs (<c>--urls</c>, <c>ASPNETCORE_URLS</c>, <c>launchSettings.json</c>, <c>app.Urls</c>) get the
+    /// parts too when the app calls <c>AddFastFiles()</c>: a <c>ConfigureEndpointDefaults</c> callback adds TLS to an HTTPS
+    /// one first, as Kestrel would, then the parts (this takes Kestrel's single endpoint-defaults slot). Options are bound
+    /// from the <c>FastFiles:Kestrel</c> configuration section before <paramref name="configure"/> runs. Every HTTPS
+    /// endpoint the TLS-side parts do not reach is named in a startup warning.
     /// Kestrel keeps one callback per configured endpoint name, so an app that registers its own
     /// <c>ConfigurationLoader.Endpoint(name, ...)</c> after this call replaces FastFiles' callback for that name (and one
     /// registered before this call is replaced by FastFiles'); such a callback should end with
@@ -42,14 +50,44 @@ public static class FastFilesKestrelExtensions
     /// <param name="options">Kestrel's options.</param>
     /// <param name="configure">Configures FastFiles' Kestrel options; by default the stage runs in <see cref="Http2TlsOutputStageMode.Http2Only"/> mode.</param>
     /// <returns>Kestrel's options.</returns>
-    public static KestrelServerOptions UseFastFiles(this KestrelServerOptions options, Action<FastFilesKestrelOptions>? configure = null)
+    public static KestrelServerOptions UseFastFilesConnections(this KestrelServerOptions options, Action<FastFilesKestrelOptions>? configure = null)
     {
         ArgumentNullException.ThrowIfNull(options);
         var fastFiles = new FastFilesKestrelOptions();
+        // Configuration first, then code, as for FastFiles' other options.
+        options.ApplicationServices?.GetService<IConfiguration>()?.GetSection(FastFilesConfiguration.KestrelSectionName).Bind(fastFiles);
         configure?.Invoke(fastFiles);
         Registered.AddOrUpdate(options, fastFiles);
 
         Http2TlsOutputStageOptions stage = fastFiles.Http2TlsOutputStage;
+        bool stageOn = fastFiles.EnableHttp2TlsOutputStage && stage.Mode != Http2TlsOutputStageMode.Disabled;
+        string parts = string.Join(" and ", new[] { fastFiles.EnableTlsRecordCoalescing ? "TLS record coalescing" : null, stageOn ? "the HTTP/2 TLS output stage" : null }.OfType<string>());
+        if (options.ApplicationServices is not null)
+        {
+            ConnectionPartsCoverage.Register(options, parts, (listen, https) =>
+            {
+                if (!https && fastFiles.EnableZeroCopySendFile)
+                {
+                    listen.UseZeroCopySendFile();
+                }
+
+                if (fastFiles.EnableRequestHeaderCache)
+                {
+                    listen.UseRequestHeaderCache();
+                }
+
+                if (https && fastFiles.EnableTlsRecordCoalescing)
+                {
+                    listen.UseTlsRecordCoalescing();
+                }
+
+                if (https && stageOn)
+                {
+                    listen.UseHttp2TlsOutputStage(stage);
+                }
+            });
+        }
+
         if (options.ConfigurationLoader is not { } loader)
         {
             return options;
@@ -67,7 +105,7 @@ public static class FastFilesKestrelExtensions
 
                 if (fastFiles.EnableRequestHeaderCache)
                 {
-                    e.ListenOptions.UseFastFilesHeaderCache();
+                    e.ListenOptions.UseRequestHeaderCache();
                 }
 
                 bool staged = fastFiles.EnableHttp2TlsOutputStage && stage.Mode != Http2TlsOutputStageMode.Disabled;
@@ -86,15 +124,16 @@ public static class FastFilesKestrelExtensions
     /// when this follows <c>UseHttps</c>, TLS record coalescing (<see cref="FastFilesKestrelOptions.EnableTlsRecordCoalescing"/>,
     /// on by default) and the HTTP/2 TLS output stage (<see cref="FastFilesKestrelOptions.EnableHttp2TlsOutputStage"/>,
     /// off by default). Plaintext connections pass through both.
-    /// Uses the options given to <see cref="UseFastFiles(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on
+    /// Uses the options given to <see cref="UseFastFilesConnections(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on
     /// the same server if any, else the defaults.
     /// </summary>
     /// <param name="listenOptions">The endpoint; call after <c>UseHttps</c> for TLS endpoints.</param>
     /// <returns>The endpoint.</returns>
-    public static ListenOptions UseFastFiles(this ListenOptions listenOptions)
+    public static ListenOptions UseFastFilesConnections(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
-        // Resolved when the endpoint is built, so KestrelServerOptions.UseFastFiles may run before or after this call.
+        TrackTlsSide(listenOptions);
+        // Resolved when the endpoint is built, so KestrelServerOptions.UseFastFilesConnections may run before or after this call.
         listenOptions.Use(next =>
         {
             FastFilesKestrelOptions? registered = listenOptions.KestrelServerOptions is { } server
@@ -107,13 +146,13 @@ public static class FastFilesKestrelExtensions
 
             if (registered?.EnableRequestHeaderCache ?? true)
             {
-                pipeline = new RequestHeaderCacheMiddleware(pipeline).OnConnectionAsync;
+                pipeline = new RequestHeaderCacheConnectionMiddleware(pipeline).OnConnectionAsync;
             }
 
             // Outermost, right after TLS: it also coalesces what the stage drains.
             if (registered?.EnableTlsRecordCoalescing ?? true)
             {
-                pipeline = new TlsRecordCoalescingMiddleware(pipeline, FastFiles.Caching.FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync;
+                pipeline = new TlsRecordCoalescingConnectionMiddleware(pipeline, FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync;
             }
 
             return pipeline;
@@ -124,7 +163,7 @@ public static class FastFilesKestrelExtensions
     /// <summary>
     /// Adds the HTTP/2 TLS output stage to an endpoint. Call it after <c>UseHttps</c> so it sees plaintext; on an
     /// endpoint without TLS it passes every connection through. Uses the options given to
-    /// <see cref="UseFastFiles(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on the same server if any,
+    /// <see cref="UseFastFilesConnections(KestrelServerOptions, Action{FastFilesKestrelOptions}?)"/> on the same server if any,
     /// else the defaults (<see cref="Http2TlsOutputStageMode.Http2Only"/>, bounded by Kestrel's <c>MaxResponseBufferSize</c>).
     /// </summary>
     /// <param name="listenOptions">The endpoint.</param>
@@ -132,7 +171,8 @@ public static class FastFilesKestrelExtensions
     public static ListenOptions UseHttp2TlsOutputStage(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
-        // Resolved when the endpoint is built, so UseFastFiles may run before or after this call.
+        TrackTlsSide(listenOptions);
+        // Resolved when the endpoint is built, so UseFastFilesConnections may run before or after this call.
         listenOptions.Use(next =>
         {
             Http2TlsOutputStageOptions stage = listenOptions.KestrelServerOptions is { } server && Registered.TryGetValue(server, out FastFilesKestrelOptions? registered)
@@ -186,7 +226,8 @@ public static class FastFilesKestrelExtensions
     public static ListenOptions UseTlsRecordCoalescing(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
-        listenOptions.Use(next => new TlsRecordCoalescingMiddleware(next, FastFiles.Caching.FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync);
+        TrackTlsSide(listenOptions);
+        listenOptions.Use(next => new TlsRecordCoalescingConnectionMiddleware(next, FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync);
         return listenOptions;
     }
 
@@ -215,6 +256,7 @@ public static class FastFilesKestrelExtensions
         {
             // Kestrel's SNI selector is internal; taking TLS over here would silently drop the per-host certificates.
             // A warning when the stage was asked for; record coalescing is on by default and its absence is not news.
+            ConnectionPartsCoverage.NotCovered(endpoint.ListenOptions, reason: null);
             if (stage is not null)
             {
                 Log.SniEndpointSkipped(logger, name);
@@ -251,9 +293,36 @@ public static class FastFilesKestrelExtensions
         }
 
         // Built when the endpoint binds, after all configuration: limits and logging are final by then.
+        TrackTlsSide(listenOptions);
         listenOptions.Use(next => CreateStage(next, stage, listenOptions));
         return listenOptions;
     }
+
+    // TLS-side parts see plaintext only when added after UseHttps; one added before it would see ciphertext and pass
+    // every connection through, which the startup check then names.
+    private static void TrackTlsSide(ListenOptions listenOptions)
+    {
+        if (IsTls(listenOptions))
+        {
+            ConnectionPartsCoverage.Covered(listenOptions);
+            return;
+        }
+
+        listenOptions.Use(next =>
+        {
+            if (IsTls(listenOptions))
+            {
+                ConnectionPartsCoverage.NotCovered(
+                    listenOptions,
+                    "FastFiles' connection parts were added before UseHttps(), so they would see encrypted bytes. Call listenOptions.UseHttps(...) first, then .UseFastFilesConnections().");
+            }
+
+            return next;
+        });
+    }
+
+    // ListenOptions shows its scheme ("https://...") once UseHttps has run; Kestrel keeps the flag itself internal.
+    private static bool IsTls(ListenOptions listenOptions) => ConnectionPartsCoverage.NameOf(listenOptions).StartsWith("https://", StringComparison.OrdinalIgnoreCase);
 
     private static ConnectionDelegate CreateStage(ConnectionDelegate next, Http2TlsOutputStageOptions stage, ListenOptions listenOptions)
     {
@@ -263,8 +332,8 @@ public static class FastFilesKestrelExtensions
         }
 
         KestrelServerLimits limits = listenOptions.KestrelServerOptions?.Limits ?? new KestrelServerLimits();
-        FastFiles.Caching.FastFilesMetrics metrics = FastFiles.Caching.FastFilesMetrics.For(listenOptions.ApplicationServices);
-        return new Http2TlsOutputStage(next, stage, limits, metrics, CreateLogger(listenOptions)).OnConnectionAsync;
+        FastFilesMetrics metrics = FastFilesMetrics.For(listenOptions.ApplicationServices);
+        return new Http2TlsOutputStageConnectionMiddleware(next, stage, limits, metrics, CreateLogger(listenOptions)).OnConnectionAsync;
     }
 
     private static ILogger CreateLogger(ListenOptions listenOptions)

@@ -13,10 +13,10 @@ public static class FastFilesListenOptionsExtensions
     /// </summary>
     /// <param name="listenOptions">The endpoint.</param>
     /// <returns>The endpoint.</returns>
-    public static ListenOptions UseFastFilesHeaderCache(this ListenOptions listenOptions)
+    public static ListenOptions UseRequestHeaderCache(this ListenOptions listenOptions)
     {
         ArgumentNullException.ThrowIfNull(listenOptions);
-        listenOptions.Use(next => new RequestHeaderCacheMiddleware(next).OnConnectionAsync);
+        listenOptions.Use(next => new RequestHeaderCacheConnectionMiddleware(next).OnConnectionAsync);
         return listenOptions;
     }
 }

@@ -1,7 +1,9 @@
 using System.Diagnostics.Metrics;
-using FastFiles;
-using FastFiles.Caching;
+using FastFiles.Diagnostics;
+using FastFiles.Hosting;
 using FastFiles.StaticFiles;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 
@@ -11,7 +13,7 @@ namespace Microsoft.Extensions.DependencyInjection;
 public static class FastFilesServiceCollectionExtensions
 {
     /// <summary>The configuration section FastFiles binds by default: <c>FastFiles</c>.</summary>
-    public const string ConfigurationSectionName = "FastFiles";
+    public const string ConfigurationSectionName = FastFilesConfiguration.SectionName;
 
     /// <summary>
     /// Adds FastFiles' options, bound from the <c>FastFiles</c> configuration section (and
@@ -60,5 +62,12 @@ public static class FastFilesServiceCollectionExtensions
     }
 
     private static void AddCore(IServiceCollection services)
-        => services.TryAddSingleton(sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
+    {
+        services.TryAddSingleton(sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
+        services.TryAddSingleton<FastFilesConfiguration.Registration>();
+        // Takes the addresses Kestrel will bind, so URL endpoints can get FastFiles' connection parts.
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IStartupFilter, ServerAddressesStartupFilter>());
+        services.TryAddSingleton<FastFilesFingerprinter>();
+        services.TryAddSingleton<Microsoft.AspNetCore.Http.IFastFilesFingerprinter>(sp => sp.GetRequiredService<FastFilesFingerprinter>());
+    }
 }

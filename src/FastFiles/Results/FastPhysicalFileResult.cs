@@ -1,4 +1,8 @@
-using FastFiles.StaticFiles;
+using FastFiles.Diagnostics;
+using FastFiles.Files;
+using FastFiles.Http;
+using FastFiles.Responses;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Mvc;
 using Microsoft.AspNetCore.StaticFiles;
@@ -8,7 +12,7 @@ using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Options;
 using Microsoft.Net.Http.Headers;
 
-namespace FastFiles.Results;
+namespace Microsoft.AspNetCore.Http;
 
 /// <summary>
 /// Sends a file from disk with FastFiles' semantics: strong ETag and Last-Modified, conditional requests
@@ -106,7 +110,7 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
         }
         catch (IOException ex) when (DescriptorExhaustion.Is(ex))
         {
-            DescriptorExhaustion.Respond(httpContext, logger, FileName, ex);
+            UnavailableResponse.Send(httpContext, logger, FileName, ex);
             return;
         }
 

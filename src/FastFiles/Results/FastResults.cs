@@ -1,4 +1,4 @@
-namespace FastFiles.Results;
+namespace Microsoft.AspNetCore.Http;
 
 /// <summary>Factory methods for FastFiles' results, in the style of <c>Results.File</c>.</summary>
 public static class FastResults

@@ -1,4 +1,6 @@
+using Microsoft.AspNetCore.Builder;
 using System.IO.Pipelines;
+using FastFiles.Diagnostics;
 using FastFiles.IO;
 using Microsoft.AspNetCore.Http.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core.Features;
@@ -12,7 +14,7 @@ namespace FastFiles.SendFile;
 /// forwards to Kestrel. One instance is kept per Kestrel protocol object (they are reused per connection and
 /// per pooled HTTP/2 stream), so installing it allocates nothing per request.
 /// </summary>
-internal sealed class FastSendFileFeature : IHttpResponseBodyFeature
+internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardingResponseBody
 {
     private readonly IHttpResponseBodyFeature _inner;
     private readonly IHttpRequestLifetimeFeature _lifetime;

@@ -1,3 +1,5 @@
+using FastFiles.IO;
+using Microsoft.AspNetCore.Builder;
 using System.Runtime.CompilerServices;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Http.Features;

@@ -1,7 +1,10 @@
 using System.Diagnostics.Metrics;
-using System.Text.RegularExpressions;
 using FastFiles.Caching;
-using FastFiles.Connections;
+using FastFiles.Diagnostics;
+using FastFiles.Files;
+using FastFiles.Http;
+using FastFiles.Responses;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
@@ -25,12 +28,13 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     private readonly FastStaticFileOptions _options;
     private readonly FileSource _source;
     private readonly IContentTypeProvider _contentTypes;
-    private readonly Regex? _fingerprint;
+    private readonly FingerprintMatcher? _fingerprint;
     private readonly FileResponder _responder;
     private readonly ILogger _logger;
     private readonly FileCache? _cache;
     private readonly string _requestPathValue;
     private readonly bool _reuseStrings;
+    private readonly FastFilesFingerprinter? _fingerprinter;
 
     public FastStaticFileMiddleware(
         RequestDelegate next,
@@ -44,9 +48,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         _options = options.Value;
         _logger = loggerFactory.CreateLogger("FastFiles.StaticFiles");
         _contentTypes = _options.ContentTypeProvider ?? new FileExtensionContentTypeProvider();
-        _fingerprint = string.IsNullOrEmpty(_options.FingerprintPattern)
-            ? null
-            : new Regex(_options.FingerprintPattern, RegexOptions.CultureInvariant | RegexOptions.Compiled, TimeSpan.FromMilliseconds(100));
+        _fingerprint = FingerprintMatcher.Create(_options.FingerprintPattern);
         FastFilesOptions fast = fastFilesOptions.Value;
         // One Kestrel setting turns reuse off everywhere unless FastFiles is told otherwise.
         bool disableReuse = fast.DisableStringReuse
@@ -65,15 +67,61 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         if (fast.EnableFileCache && _source is PhysicalFileSource physicalSource)
         {
             FastFilesMetrics metrics = FastFilesMetrics.For(services);
-            _cache = new FileCache(physicalSource, _requestPathValue, fast, metrics, loggerFactory.CreateLogger("FastFiles.Caching"));
+            _cache = new FileCache(physicalSource, _requestPathValue, fast, metrics, loggerFactory.CreateLogger("FastFiles.Caching"), _options.EnableContentHashETags);
             services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(Dispose);
+            if (_options.EnableContentHashETags)
+            {
+                _fingerprinter = services.GetService<FastFilesFingerprinter>();
+                _fingerprinter?.Register(this);
+            }
         }
     }
+
+    /// <summary>The URL prefix this root serves, as configured.</summary>
+    internal string RequestPathValue => _requestPathValue;
 
     /// <summary>The cache behind this middleware, when it has one (tests and diagnostics).</summary>
     internal FileCache? Cache => _cache;
 
-    public void Dispose() => _cache?.Dispose();
+    public void Dispose()
+    {
+        _fingerprinter?.Unregister(this);
+        _cache?.Dispose();
+    }
+
+    /// <summary>
+    /// The content-hash tag of the file <paramref name="path"/> names under this root, from (or into) the cache;
+    /// <see langword="null"/> when this root would not serve it. Without <paramref name="wait"/>, completes at once
+    /// (null while a large file's hash is computed).
+    /// </summary>
+    internal async ValueTask<string?> ContentTagAsync(string path, bool wait, CancellationToken cancellationToken)
+    {
+        if (_cache is null
+            || !new PathString(path).StartsWithSegments(_options.RequestPath, StringComparison.OrdinalIgnoreCase, out PathString remaining)
+            || remaining.Value is not { Length: > 1 } subpath
+            || subpath[^1] == '/'
+            || !PathSafety.IsServable(subpath, _options.ServeDotFiles)
+            || !TryGetContentType(subpath, out string? contentType))
+        {
+            return null;
+        }
+
+        // Keyed like a request whose prefix matched with its configured case.
+        string key = _requestPathValue + subpath;
+        CachedFile? entry = _cache.TryGet(key, out CachedFile? found) ? found
+            : _cache.Build(key, subpath, SettingsFor(subpath, contentType), _options.EnablePrecompressedFiles);
+        if (entry?.Identity.ContentHash is not { } hash)
+        {
+            return null;
+        }
+
+        if (hash.ETag is null && wait)
+        {
+            await hash.WhenReady().WaitAsync(cancellationToken);
+        }
+
+        return hash.ETag;
+    }
 
     public Task Invoke(HttpContext context)
     {
@@ -115,19 +163,47 @@ internal sealed class FastStaticFileMiddleware : IDisposable
 
     private async Task ServeCachedAsync(HttpContext context, CachedFile entry)
     {
+        FileResponseSettings settings = entry.Settings;
+        if (_fingerprinter is not null && context.Request.QueryString.HasValue
+            && RequestedFingerprint(context.Request.QueryString.Value) is { } requested)
+        {
+            ContentHash? hash = entry.Identity.ContentHash;
+            if (hash is { ETag: null })
+            {
+                await hash.WhenReady();
+            }
+
+            if (hash?.ETag is { } current)
+            {
+                if (!FastFilesFingerprinter.Names(requested, current))
+                {
+                    // A stale hash: never the new bytes as immutable under the old URL; send the client to the current
+                    // one (RFC 9110 15.4.3), and let nobody cache the redirect for long.
+                    HttpRequest request = context.Request;
+                    context.Response.StatusCode = StatusCodes.Status302Found;
+                    context.Response.Headers.Location = request.PathBase + FastFilesFingerprinter.Append(request.Path.Value!, current);
+                    context.Response.Headers.CacheControl = "no-cache";
+                    Log.StaleFingerprint(_logger, entry.Settings.LogName);
+                    return;
+                }
+
+                settings = settings with { CacheControl = FastStaticFileOptions.ImmutableCacheControl };
+            }
+        }
+
         FileVersion selected = entry.Available == ContentCodings.None
             ? entry.Identity
             : entry.Select(ParseAcceptEncoding(context).Select(entry.Available));
         try
         {
-            if (await _responder.SendAsync(context, selected, entry.Settings))
+            if (await _responder.SendAsync(context, selected, settings))
             {
                 return;
             }
         }
         catch (IOException ex) when (DescriptorExhaustion.Is(ex) && !context.Response.HasStarted)
         {
-            DescriptorExhaustion.Respond(context, _logger, entry.Settings.LogName, ex);
+            UnavailableResponse.Send(context, _logger, entry.Settings.LogName, ex);
             return;
         }
 
@@ -135,6 +211,12 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         // written yet, so drop the entry and answer from what is on disk now.
         _cache!.Remove(entry);
         await ServeAsync(context, entry.Settings.LogName, useCache: false);
+    }
+
+    private static string? RequestedFingerprint(string? queryString)
+    {
+        ReadOnlySpan<char> requested = FastFilesFingerprinter.Requested(queryString);
+        return requested.IsEmpty ? null : requested.ToString();
     }
 
     private AcceptEncoding ParseAcceptEncoding(HttpContext context)
@@ -157,139 +239,150 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     {
         try
         {
-            // Entries are keyed by the exact request path, so only cache when the prefix matched with its own case.
-            string? path = context.Request.Path.Value;
-            if (useCache && _cache is not null && path is not null && subpath[^1] != '/'
-                && path.Length == _requestPathValue.Length + subpath.Length
-                && path.StartsWith(_requestPathValue, StringComparison.Ordinal)
-                && TryGetContentType(subpath, out string? cachedType))
-            {
-                CachedFile? built = _cache.Build(path, subpath, SettingsFor(subpath, cachedType), _options.EnablePrecompressedFiles);
-                if (built is not null)
-                {
-                    await ServeCachedAsync(context, built);
-                    return;
-                }
-            }
-
-            FileVersion? identity = null;
-            FileVersion? selected = null;
-            try
-            {
-                LookupResult found = LookupResult.NotFound;
-                if (!rootWithoutSlash && subpath[^1] != '/')
-                {
-                    if (!TryGetContentType(subpath, out _))
-                    {
-                        // Unknown types are still looked up when default files may apply to a directory.
-                        if (_options.DefaultFileNames.Count == 0)
-                        {
-                            Log.UnknownContentType(_logger, subpath);
-                            await _next(context);
-                            return;
-                        }
-                    }
-                    else
-                    {
-                        found = _source.TryOpen(subpath, null, out identity);
-                    }
-
-                    if (found == LookupResult.NotFound && _options.DefaultFileNames.Count > 0 && _source.DirectoryExists(subpath))
-                    {
-                        found = LookupResult.Directory;
-                    }
-                }
-                else
-                {
-                    found = LookupResult.Directory;
-                }
-
-                if (found == LookupResult.Directory)
-                {
-                    if (_options.DefaultFileNames.Count == 0)
-                    {
-                        await _next(context);
-                        return;
-                    }
-
-                    if (rootWithoutSlash || subpath[^1] != '/')
-                    {
-                        if (_options.RedirectToAppendTrailingSlash && FindDefaultFile(rootWithoutSlash ? "/" : subpath + "/", out FileVersion? probe) is not null)
-                        {
-                            probe!.Dispose();
-                            // RFC 9110 15.4.2; relative links in the page need the trailing slash.
-                            HttpRequest request = context.Request;
-                            context.Response.StatusCode = StatusCodes.Status301MovedPermanently;
-                            context.Response.Headers.Location = request.PathBase + request.Path + "/" + request.QueryString;
-                            return;
-                        }
-
-                        await _next(context);
-                        return;
-                    }
-
-                    string? defaultPath = FindDefaultFile(subpath, out identity);
-                    if (defaultPath is null)
-                    {
-                        await _next(context);
-                        return;
-                    }
-
-                    subpath = defaultPath;
-                }
-
-                if (identity is null)
-                {
-                    await _next(context);
-                    return;
-                }
-
-                if (!TryGetContentType(subpath, out string? contentType))
-                {
-                    Log.UnknownContentType(_logger, subpath);
-                    await _next(context);
-                    return;
-                }
-
-                ContentCodings available = _options.EnablePrecompressedFiles ? ProbeSidecars(subpath) : ContentCodings.None;
-                selected = identity;
-                if (available != ContentCodings.None)
-                {
-                    ContentCodings choice = ParseAcceptEncoding(context).Select(available);
-                    if (choice != ContentCodings.None)
-                    {
-                        (_, string suffix, string token) = Sidecar.All[Sidecar.IndexOf(choice)];
-                        if (_source.TryOpen(subpath + suffix, token, out FileVersion? variant) == LookupResult.File)
-                        {
-                            if (Sidecar.IsFresh(variant!, identity))
-                            {
-                                selected = variant!;
-                            }
-                            else
-                            {
-                                variant!.Dispose();
-                            }
-                        }
-                    }
-                }
-
-                FileResponseSettings settings = SettingsFor(subpath, contentType) with { VaryAcceptEncoding = available != ContentCodings.None };
-                await _responder.SendAsync(context, selected, settings);
-            }
-            finally
-            {
-                if (selected is not null && !ReferenceEquals(selected, identity))
-                {
-                    selected.Dispose();
-                }
-
-                identity?.Dispose();
-            }
+            await ServeCoreAsync(context, subpath, rootWithoutSlash, useCache);
         }
         catch (IOException ex) when (DescriptorExhaustion.Is(ex) && !context.Response.HasStarted)
         {
             // Every open happens before the headers; nothing of this response has been written.
-            DescriptorExhaustion.Respond(context, _logger, subpath, ex);
+            UnavailableResponse.Send(context, _logger, subpath, ex);
+        }
+    }
+
+    private async Task ServeCoreAsync(HttpContext context, string subpath, bool rootWithoutSlash, bool useCache)
+    {
+        // Entries are keyed by the exact request path, so only cache when the prefix matched with its own case.
+        string? path = context.Request.Path.Value;
+        if (useCache && _cache is not null && path is not null && subpath[^1] != '/'
+            && path.Length == _requestPathValue.Length + subpath.Length
+            && path.StartsWith(_requestPathValue, StringComparison.Ordinal)
+            && TryGetContentType(subpath, out string? cachedType))
+        {
+            CachedFile? built = _cache.Build(path, subpath, SettingsFor(subpath, cachedType), _options.EnablePrecompressedFiles);
+            if (built is not null)
+            {
+                await ServeCachedAsync(context, built);
+                return;
+            }
+        }
+
+        FileVersion? identity = null;
+        FileVersion? selected = null;
+        try
+        {
+            LookupResult found = LookupResult.NotFound;
+            if (!rootWithoutSlash && subpath[^1] != '/')
+            {
+                if (!TryGetContentType(subpath, out _))
+                {
+                    // Unknown types are still looked up when default files may apply to a directory.
+                    if (_options.DefaultFileNames.Count == 0)
+                    {
+                        Log.UnknownContentType(_logger, subpath);
+                        await _next(context);
+                        return;
+                    }
+                }
+                else
+                {
+                    found = _source.TryOpen(subpath, null, out identity);
+                }
+
+                if (found == LookupResult.NotFound && _options.DefaultFileNames.Count > 0 && _source.DirectoryExists(subpath))
+                {
+                    found = LookupResult.Directory;
+                }
+            }
+            else
+            {
+                found = LookupResult.Directory;
+            }
+
+            if (found == LookupResult.Directory)
+            {
+                if (_options.DefaultFileNames.Count == 0)
+                {
+                    await _next(context);
+                    return;
+                }
+
+                if (rootWithoutSlash || subpath[^1] != '/')
+                {
+                    if (_options.RedirectToAppendTrailingSlash && FindDefaultFile(rootWithoutSlash ? "/" : subpath + "/", out FileVersion? probe) is not null)
+                    {
+                        probe!.Dispose();
+                        // RFC 9110 15.4.2; relative links in the page need the trailing slash.
+                        HttpRequest request = context.Request;
+                        context.Response.StatusCode = StatusCodes.Status301MovedPermanently;
+                        context.Response.Headers.Location = request.PathBase + request.Path + "/" + request.QueryString;
+                        return;
+                    }
+
+                    await _next(context);
+                    return;
+                }
+
+                string? defaultPath = FindDefaultFile(subpath, out identity);
+                if (defaultPath is null)
+                {
+                    await _next(context);
+                    return;
+                }
+
+                subpath = defaultPath;
+            }
+
+            if (identity is null)
+            {
+                await _next(context);
+                return;
+            }
+
+            if (!TryGetContentType(subpath, out string? contentType))
+            {
+                Log.UnknownContentType(_logger, subpath);
+                await _next(context);
+                return;
+            }
+
+            ContentCodings available = _options.EnablePrecompressedFiles ? ProbeSidecars(subpath) : ContentCodings.None;
+            selected = identity;
+            if (available != ContentCodings.None)
+            {
+                ContentCodings choice = ParseAcceptEncoding(context).Select(available);
+                if (choice != ContentCodings.None)
+                {
+                    (_, string suffix, string token) = Sidecar.All[Sidecar.IndexOf(choice)];
+                    if (_source.TryOpen(subpath + suffix, token, out FileVersion? variant) == LookupResult.File)
+                    {
+                        if (Sidecar.IsFresh(variant!, identity))
+                        {
+                            selected = variant!;
+                        }
+                        else
+                        {
+                            variant!.Dispose();
+                        }
+                    }
+                }
+            }
+
+            if (_options.EnableContentHashETags && selected.PhysicalPath is not null)
+            {
+                // Not cached: the hash is computed only if a condition needs it, so the tag is the same as a cached one.
+                selected.UseContentHash(ContentHash.ForFile(selected.PhysicalPath, selected.Stamp, null, null, context.RequestAborted));
+            }
+
+            FileResponseSettings settings = SettingsFor(subpath, contentType) with { VaryAcceptEncoding = available != ContentCodings.None };
+            await _responder.SendAsync(context, selected, settings);
+        }
+        finally
+        {
+            if (selected is not null && !ReferenceEquals(selected, identity))
+            {
+                selected.Dispose();
+            }
+
+            identity?.Dispose();
         }
     }
 

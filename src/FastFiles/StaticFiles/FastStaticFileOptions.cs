@@ -2,7 +2,7 @@ using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.StaticFiles;
 using Microsoft.Extensions.FileProviders;
 
-namespace FastFiles.StaticFiles;
+namespace Microsoft.AspNetCore.Builder;
 
 /// <summary>
 /// Options for <c>UseFastFiles</c>. Names match <c>StaticFileOptions</c> where the option exists there.
@@ -10,8 +10,25 @@ namespace FastFiles.StaticFiles;
 /// </summary>
 public sealed class FastStaticFileOptions
 {
-    /// <summary>The default fingerprint pattern: a dot or dash, 8 to 64 hex digits, then the extension (<c>app.3f2a9c1b.js</c>).</summary>
-    public const string DefaultFingerprintPattern = @"[.\-][0-9a-fA-F]{8,64}\.[A-Za-z0-9]+$";
+    /// <summary>
+    /// The default fingerprint pattern. It recognizes .NET's static web assets form (<c>site.z61v9ykpx5.css</c>: ten
+    /// lowercase base36 characters between dots), hex content hashes of 8 to 64 digits after <c>.</c>, <c>-</c> or
+    /// <c>_</c> (webpack, Parcel, Angular, Rails: <c>main.3f2a9c1b.js</c>, <c>main.3f2a9c1b.chunk.js</c>), bare hex file
+    /// names of 16 or more digits (Next.js: <c>ef46db3751d8e999.css</c>) and Rollup, Vite and esbuild hashes
+    /// (<c>index-BxYz12Ab.js</c>, <c>chunk-5SXYQ7G3.js</c>: eight base64url characters with an uppercase letter).
+    /// </summary>
+    /// <remarks>
+    /// Every form must mix letters and digits, so dates (<c>report-20261123.csv</c>), version numbers
+    /// (<c>jquery-3.7.1.min.js</c>, <c>app.v2.js</c>), dimensions (<c>logo-1024x768.png</c>), words (<c>site.components.css</c>)
+    /// and word-plus-number names (<c>font-Italic12.ttf</c>) never match. The price: a hash that happens to have no
+    /// digit (about 1 in 4 of Rollup's 8-character hashes, 1 in 25 of .NET's) or, for Rollup, no uppercase letter is not recognized and is revalidated
+    /// instead; a wrong match would make browsers keep a stale file for a year.
+    /// </remarks>
+    public const string DefaultFingerprintPattern =
+        @"\.(?=[a-z0-9]{0,9}[0-9])(?=[a-z0-9]{0,9}[a-z])[a-z0-9]{10}(?:\.[A-Za-z0-9]+){1,3}$"
+        + @"|[._-](?:(?=[0-9a-f]{0,63}[0-9])(?=[0-9a-f]{0,63}[a-f])[0-9a-f]{8,64}|(?=[0-9A-F]{0,63}[0-9])(?=[0-9A-F]{0,63}[A-F])[0-9A-F]{8,64})(?:\.[A-Za-z0-9]+){1,2}$"
+        + @"|/(?=[0-9a-f]{0,63}[0-9])(?=[0-9a-f]{0,63}[a-f])[0-9a-f]{16,64}\.[A-Za-z0-9]+$"
+        + @"|-(?=[A-Za-z0-9_-]{0,7}[0-9])(?=[A-Za-z0-9_-]{0,7}[A-Z])(?=[0-9_-]{0,7}[A-Za-z][A-Za-z0-9_-]{0,6}[A-Za-z])(?![A-Za-z]+[0-9]+\.)[A-Za-z0-9_-]{8}\.[A-Za-z0-9]+$";
 
     /// <summary>The Cache-Control value sent for fingerprinted paths.</summary>
     public const string ImmutableCacheControl = "public, max-age=31536000, immutable";
@@ -85,4 +102,19 @@ public sealed class FastStaticFileOptions
     /// </summary>
     /// <remarks>Defaults to <see cref="DefaultFingerprintPattern"/>.</remarks>
     public string? FingerprintPattern { get; set; } = DefaultFingerprintPattern;
+
+    /// <summary>
+    /// Whether the ETag of a physical root's files is a hash of their bytes (the first 128 bits of SHA-256, base64url)
+    /// instead of their modification time and length: identical on every server that holds the same bytes, so
+    /// revalidation by browsers and CDNs survives a deploy that changes modification times. Each precompressed
+    /// variant gets the hash of its own bytes.
+    /// </summary>
+    /// <remarks>
+    /// Defaults to <see langword="false"/>. Computed once per file version by the file cache: at once for files whose
+    /// bytes it holds (<c>MaxCachedFileSize</c>), on a background thread for larger ones. Until a large file's hash is
+    /// known, responses carry no ETag (Last-Modified still validates) and a request with If-Match, If-None-Match or
+    /// If-Range waits for the hash, so a version never has two different tags. Roots served from other file
+    /// providers keep modification-time tags.
+    /// </remarks>
+    public bool EnableContentHashETags { get; set; }
 }

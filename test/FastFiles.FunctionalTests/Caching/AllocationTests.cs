@@ -1,7 +1,6 @@
 using System.Collections.Concurrent;
 using System.Net;
 using FastFiles.FunctionalTests.Infrastructure;
-using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;
@@ -45,7 +44,7 @@ public sealed class AllocationTests : IAsyncLifetime
                 app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root), CacheControl = "public, max-age=60" });
             },
             services => services.AddFastFiles(),
-            kestrel => kestrel.ConfigureEndpointDefaults(l => l.UseFastFilesHeaderCache()));
+            kestrel => kestrel.ConfigureEndpointDefaults(l => l.UseRequestHeaderCache()));
     }
 
     public async Task DisposeAsync()

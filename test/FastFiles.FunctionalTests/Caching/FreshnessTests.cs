@@ -1,7 +1,6 @@
 using System.Collections.Concurrent;
 using System.Net;
 using FastFiles.FunctionalTests.Infrastructure;
-using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.FileProviders;

@@ -1,5 +1,5 @@
 using FastFiles.FunctionalTests.Infrastructure;
-using FastFiles.StaticFiles;
+using FastFiles.Http;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.DependencyInjection;
@@ -28,7 +28,7 @@ public sealed class StringReuseTests : IDisposable
         kestrel =>
         {
             kestrel.DisableStringReuse = kestrelDisable;
-            kestrel.ConfigureEndpointDefaults(l => l.UseFastFilesHeaderCache());
+            kestrel.ConfigureEndpointDefaults(l => l.UseRequestHeaderCache());
         });
 
     private static async Task<string> TranscriptAsync(TestHost host, Transport transport)

@@ -1,6 +1,5 @@
 using System.Net;
 using System.Security.Cryptography.X509Certificates;
-using FastFiles.Connections;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
@@ -35,7 +34,7 @@ public sealed class ConfigurationEndpointTests : IDisposable
             ["Kestrel:Endpoints:Plain:Protocols"] = "Http2",
         });
         Http2TlsOutputStageOptions? stage = null;
-        builder.WebHost.ConfigureKestrel(k => k.UseFastFiles(o =>
+        builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections(o =>
         {
             o.EnableHttp2TlsOutputStage = true;
             o.Http2TlsOutputStage.Mode = Http2TlsOutputStageMode.AllProtocols;
@@ -68,7 +67,7 @@ public sealed class ConfigurationEndpointTests : IDisposable
     [Fact]
     public async Task Https_endpoint_from_configuration_gets_record_coalescing_inside_tls()
     {
-        (WebApplication app, Http2TlsOutputStageOptions stage) = await StartAsync(b => b.WebHost.ConfigureKestrel(k => k.UseFastFiles(o => o.EnableTlsRecordCoalescing = true)));
+        (WebApplication app, Http2TlsOutputStageOptions stage) = await StartAsync(b => b.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections(o => o.EnableTlsRecordCoalescing = true)));
         await using WebApplication _ = app;
         using var coalesced = new InstrumentRecorder(app.Services.GetRequiredService<System.Diagnostics.Metrics.IMeterFactory>(), "fastfiles.tls_records.coalesced_connections");
         using HttpClient client = CreateClient();
@@ -76,7 +75,7 @@ public sealed class ConfigurationEndpointTests : IDisposable
         Assert.Equal("hello", await GetAsync(client, Address(app, "https"), HttpVersion.Version20));
         Assert.Equal("hello", await GetAsync(client, Address(app, "https"), HttpVersion.Version11));
         Assert.Equal("hello", await GetAsync(client, Address(app, "http"), HttpVersion.Version20));
-        // Outside TLS it would see no TLS handshake and count nothing; the later UseFastFiles call turned the stage off.
+        // Outside TLS it would see no TLS handshake and count nothing; the later UseFastFilesConnections call turned the stage off.
         Assert.Equal(2, coalesced.Total);
         Assert.Equal(0, stage.Statistics.ConnectionsStaged);
     }

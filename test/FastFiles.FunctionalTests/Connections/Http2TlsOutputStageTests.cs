@@ -3,8 +3,9 @@ using System.Net;
 using System.Net.Security;
 using System.Net.Sockets;
 using System.Text;
-using FastFiles.Connections;
+using FastFiles.Diagnostics;
 using FastFiles.FunctionalTests.Infrastructure;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
@@ -100,13 +101,13 @@ public sealed class Http2TlsOutputStageTests : IDisposable
     }
 
     [Fact]
-    public async Task Code_endpoint_uses_the_options_given_to_UseFastFiles()
+    public async Task Code_endpoint_uses_the_options_given_to_UseFastFilesConnections()
     {
         Http2TlsOutputStageOptions? stage = null;
-        // The TLS endpoint is configured before UseFastFiles runs: the options are looked up when the endpoint starts.
+        // The TLS endpoint is configured before UseFastFilesConnections runs: the options are looked up when the endpoint starts.
         await using TestHost host = await TestHost.StartAsync(
             StageTestApp.Configure(_sized.Files, _probe),
-            configureKestrel: k => k.UseFastFiles(o =>
+            configureKestrel: k => k.UseFastFilesConnections(o =>
             {
                 o.EnableHttp2TlsOutputStage = true;
                 o.Http2TlsOutputStage.Mode = Http2TlsOutputStageMode.AllProtocols;
@@ -127,12 +128,12 @@ public sealed class Http2TlsOutputStageTests : IDisposable
         Http2TlsOutputStageOptions? stage = null;
         await using TestHost host = await TestHost.StartAsync(
             StageTestApp.Configure(_sized.Files, _probe),
-            configureKestrel: k => k.UseFastFiles(o =>
+            configureKestrel: k => k.UseFastFilesConnections(o =>
             {
                 o.EnableHttp2TlsOutputStage = enabled;
                 stage = o.Http2TlsOutputStage;
             }),
-            configureTls: l => l.UseFastFiles());
+            configureTls: l => l.UseFastFilesConnections());
 
         await _sized.AssertServedAsync(host, Transport.H2Tls, 100_000);
         // The stage counts every connection it sees; when it is not installed it sees none.

@@ -1,7 +1,7 @@
 using System.Diagnostics;
 using System.Text.Json;
-using FastFiles.Connections;
 using FastFiles.FunctionalTests.Infrastructure;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 
 namespace FastFiles.FunctionalTests.Connections;

@@ -1,9 +1,10 @@
 using System.Diagnostics.Metrics;
 using System.Net;
+using FastFiles.FunctionalTests.Infrastructure;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
-using FastFiles.FunctionalTests.Infrastructure;
 
 namespace FastFiles.FunctionalTests.Connections;
 
@@ -41,7 +42,7 @@ public sealed class TlsRecordCoalescingTests : IDisposable
     {
         await using TestHost host = await TestHost.StartAsync(
             StageTestApp.Configure(_sized.Files, _probe),
-            configureTls: l => l.UseTlsRecordCoalescing().UseHttp2TlsOutputStage(o => o.Mode = FastFiles.Connections.Http2TlsOutputStageMode.AllProtocols));
+            configureTls: l => l.UseTlsRecordCoalescing().UseHttp2TlsOutputStage(o => o.Mode = Http2TlsOutputStageMode.AllProtocols));
 
         await Task.WhenAll(Enumerable.Range(0, 60).Select(i => _sized.AssertServedAsync(host, transport, Sizes[i % Sizes.Length])));
     }
@@ -94,9 +95,9 @@ public sealed class TlsRecordCoalescingTests : IDisposable
     {
         await using TestHost host = await TestHost.StartAsync(
             StageTestApp.Configure(_sized.Files, _probe),
-            configureKestrel: k => k.UseFastFiles(o => o.EnableTlsRecordCoalescing = enabled),
-            configureTls: l => l.UseFastFiles(),
-            configureH2c: l => l.UseFastFiles());
+            configureKestrel: k => k.UseFastFilesConnections(o => o.EnableTlsRecordCoalescing = enabled),
+            configureTls: l => l.UseFastFilesConnections(),
+            configureH2c: l => l.UseFastFilesConnections());
         using var coalesced = new InstrumentRecorder(host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.tls_records.coalesced_connections");
 
         await _sized.AssertServedAsync(host, Transport.H2Tls, 100_000);

@@ -3,9 +3,12 @@ namespace FastFiles.FunctionalTests.Infrastructure;
 /// <summary>Counts this process's open descriptors that point into a directory, from <c>/proc/self/fd</c>.</summary>
 public static class OpenFileDescriptors
 {
-    public static int CountUnder(string directory)
+    public static int CountUnder(string directory) => TargetsUnder(directory).Count;
+
+    /// <summary>Where each of this process's descriptors under <paramref name="directory"/> points (deleted files end in <c> (deleted)</c>).</summary>
+    public static IReadOnlyList<string> TargetsUnder(string directory)
     {
-        int count = 0;
+        var targets = new List<string>();
         foreach (string fd in Directory.EnumerateFileSystemEntries("/proc/self/fd"))
         {
             try
@@ -13,7 +16,7 @@ public static class OpenFileDescriptors
                 string? target = new FileInfo(fd).LinkTarget;
                 if (target is not null && target.StartsWith(directory, StringComparison.Ordinal))
                 {
-                    count++;
+                    targets.Add(target);
                 }
             }
             catch (IOException)
@@ -22,7 +25,7 @@ public static class OpenFileDescriptors
             }
         }
 
-        return count;
+        return targets;
     }
 
     /// <summary>Waits (bounded) for descriptors under <paramref name="directory"/> to drop to zero; returns the last count.</summary>

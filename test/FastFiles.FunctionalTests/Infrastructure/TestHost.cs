@@ -65,6 +65,9 @@ public sealed class TestHost : IAsyncDisposable
 
     public IServiceProvider Services => _app.Services;
 
+    /// <summary>Every bound address in listen order: the four above, then those added by <c>configureKestrel</c>.</summary>
+    public IReadOnlyList<Uri> Addresses => _app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Select(a => new Uri(a)).ToArray();
+
     /// <summary>The server's limits, as configured.</summary>
     public KestrelServerLimits ServerLimits() => _app.Services.GetRequiredService<Microsoft.Extensions.Options.IOptions<KestrelServerOptions>>().Value.Limits;
 

@@ -1,4 +1,4 @@
-using FastFiles.Results;
+using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Mvc;
 
 namespace FastFiles.FunctionalTests.Results;

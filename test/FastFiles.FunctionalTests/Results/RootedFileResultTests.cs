@@ -1,7 +1,6 @@
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
 using FastFiles.FunctionalTests.StaticFiles;
-using FastFiles.Results;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 

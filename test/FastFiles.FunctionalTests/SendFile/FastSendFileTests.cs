@@ -113,9 +113,9 @@ public sealed class FastSendFileTests(FastSendFileTests.Fixture fixture) : IClas
 
         public async Task DisposeAsync()
         {
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             Assert.Empty(Recorder.Exceptions);
             await Host.DisposeAsync();
+            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             Files.Dispose();
         }
     }

@@ -1,6 +1,5 @@
 using System.Net;
 using FastFiles.FunctionalTests.Infrastructure;
-using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.FileProviders;
 
@@ -30,8 +29,8 @@ public sealed class BasicServingTests : IAsyncLifetime
 
     public async Task DisposeAsync()
     {
-        await ResponseHeaders.AssertNoOpenFilesUnderAsync(_files.Root);
         await _host.DisposeAsync();
+        await ResponseHeaders.AssertNoOpenFilesUnderAsync(_files.Root);
         _files.Dispose();
     }
 

@@ -3,7 +3,6 @@ using System.IO.Compression;
 using System.Net;
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
-using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.FileProviders;
 
@@ -58,8 +57,8 @@ public sealed class PrecompressedTests(PrecompressedTests.Fixture fixture) : ICl
 
         public async Task DisposeAsync()
         {
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             await Host.DisposeAsync();
+            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             Files.Dispose();
         }
 

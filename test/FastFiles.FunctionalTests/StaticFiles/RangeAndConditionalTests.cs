@@ -1,7 +1,6 @@
 using System.Globalization;
 using System.Net;
 using FastFiles.FunctionalTests.Infrastructure;
-using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.FileProviders;
@@ -55,8 +54,8 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
 
         public async Task DisposeAsync()
         {
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             await Host.DisposeAsync();
+            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
             Files.Dispose();
         }
     }
@@ -169,18 +168,16 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
     }
 
     [Theory]
-    [InlineData(Transport.Http11, "bytes=0-1,5-6")]
-    [InlineData(Transport.Http11, "bytes=0-0,-1")]
-    [InlineData(Transport.Http11, "bytes=0-1,2-3,4-5,6-7,8-9,10-11,12-13,14-15,16-17,18-19,20-21,22-23,24-25,26-27,28-29,30-31,32-33")]
     [InlineData(Transport.Http11, "bytes=5-1")]
+    [InlineData(Transport.Http11, "bytes=0-1,5-1")]
     [InlineData(Transport.Http11, "bytes=abc")]
     [InlineData(Transport.Http11, "bytes=")]
     [InlineData(Transport.Http11, "bytes=--5")]
     [InlineData(Transport.Http11, "pages=0-1")]
     [InlineData(Transport.Http11, "bytes 0-1")]
-    [InlineData(Transport.H2c, "bytes=0-1,5-6")]
+    [InlineData(Transport.H2c, "bytes=0-1,5-x")]
     [InlineData(Transport.H2c, "bytes=x-y")]
-    public async Task Multi_range_and_malformed_range_are_a_plain_200(Transport transport, string range)
+    public async Task Malformed_ranges_are_a_plain_200(Transport transport, string range)
     {
         using HttpResponseMessage response = await _host.SendAsync(transport, "/data.bin", r => r.Headers.TryAddWithoutValidation("Range", range));
         Assert.Equal(HttpStatusCode.OK, response.StatusCode);

@@ -1,9 +1,8 @@
 using System.Net.Sockets;
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
-using FastFiles.Results;
-using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.FileProviders;

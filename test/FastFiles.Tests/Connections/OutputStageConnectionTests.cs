@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.IO.Pipelines;
 using FastFiles.Connections;
+using FastFiles.Diagnostics;
 using Microsoft.Extensions.Logging.Abstractions;
 
 namespace FastFiles.Tests.Connections;
@@ -19,7 +20,7 @@ public sealed class OutputStageConnectionTests
     {
         // Whatever the stage writes as "TLS" lands here; a small threshold stands for a socket that is full.
         _tlsOutput = new Pipe(new PipeOptions(pauseWriterThreshold: 1024, resumeWriterThreshold: 512, useSynchronizationContext: false));
-        _stage = new OutputStageConnection(new DuplexPipe(_tlsInput.Reader, _tlsOutput.Writer), MemoryPool<byte>.Shared, Bound, _statistics, new FastFiles.Caching.FastFilesMetrics(null), NullLogger.Instance, "test");
+        _stage = new OutputStageConnection(new DuplexPipe(_tlsInput.Reader, _tlsOutput.Writer), MemoryPool<byte>.Shared, Bound, _statistics, new FastFiles.Diagnostics.FastFilesMetrics(null), NullLogger.Instance, "test");
         _drain = _stage.StartDraining();
     }
 

@@ -1,0 +1,134 @@
+using System.Diagnostics.Metrics;
+using System.Runtime.CompilerServices;
+using Microsoft.Extensions.DependencyInjection;
+
+namespace FastFiles.Diagnostics;
+
+/// <summary>What a file cache reports to the <c>fastfiles.cache.*</c> gauges; implemented by the cache, which sits above this layer.</summary>
+internal interface ICacheGauges
+{
+    long BytesHeld { get; }
+
+    int Count { get; }
+
+    int OpenHandles { get; }
+}
+
+/// <summary>FastFiles' instruments (file cache and HTTP/2 TLS output stage), on the meter <c>FastFiles</c>, named like Kestrel's.</summary>
+internal sealed class FastFilesMetrics
+{
+    public const string MeterName = "FastFiles";
+
+    // For apps that did not call AddFastFiles: one instance per service provider, so instruments are not duplicated.
+    private static readonly ConditionalWeakTable<IServiceProvider, FastFilesMetrics> Unregistered = [];
+    private static readonly Lazy<FastFilesMetrics> WithoutServices = new(() => new FastFilesMetrics(null));
+
+    private readonly Counter<long> _hits;
+    private readonly Counter<long> _misses;
+    private readonly Counter<long> _evictions;
+    private readonly Counter<long> _invalidations;
+    private readonly Counter<long> _stageConnections;
+    private readonly Counter<long> _stageForwarded;
+    private readonly UpDownCounter<long> _stageBuffered;
+    private readonly Counter<long> _stageDrainTimeouts;
+    private readonly Counter<long> _coalescedConnections;
+    private readonly Counter<long> _sendPathBytes;
+    private readonly Counter<long> _sendPathFallbacks;
+    private readonly List<ICacheGauges> _caches = [];
+
+    public FastFilesMetrics(IMeterFactory? meterFactory)
+    {
+        Meter meter = meterFactory?.Create(MeterName) ?? new Meter(MeterName);
+        _hits = meter.CreateCounter<long>("fastfiles.cache.hits", "{request}", "Requests answered from the file cache without touching the file system.");
+        _misses = meter.CreateCounter<long>("fastfiles.cache.misses", "{request}", "Requests that had to look the file up on disk.");
+        _evictions = meter.CreateCounter<long>("fastfiles.cache.evictions", "{entry}", "Entries evicted to stay within the cache limits.");
+        _invalidations = meter.CreateCounter<long>("fastfiles.cache.invalidations", "{entry}", "Entries dropped because the file changed.");
+        meter.CreateObservableGauge("fastfiles.cache.bytes", () => Sum(c => c.BytesHeld), "By", "File content bytes held by the cache.");
+        meter.CreateObservableGauge("fastfiles.cache.entries", () => Sum(c => c.Count), "{entry}", "Entries held by the cache.");
+        meter.CreateObservableGauge("fastfiles.cache.open_files", () => Sum(c => c.OpenHandles), "{file}", "Descriptors of large files the cache keeps open across requests.");
+        _stageConnections = meter.CreateCounter<long>(
+            "fastfiles.tls_stage.connections", "{connection}", "TLS connections seen by the HTTP/2 TLS output stage, by decision (staged, passed_through).");
+        _stageForwarded = meter.CreateCounter<long>("fastfiles.tls_stage.forwarded", "By", "Bytes the stage has handed to TLS.");
+        _stageBuffered = meter.CreateUpDownCounter<long>(
+            "fastfiles.tls_stage.buffered", "By", "Bytes Kestrel has flushed into stage pipes that TLS has not taken yet, over all connections.");
+        _stageDrainTimeouts = meter.CreateCounter<long>(
+            "fastfiles.tls_stage.drain_timeouts", "{connection}", "Connections aborted because the client did not read the end of the response in time.");
+        _coalescedConnections = meter.CreateCounter<long>(
+            "fastfiles.tls_records.coalesced_connections", "{connection}", "TLS connections whose writes are coalesced into full-size TLS records.");
+        _sendPathBytes = meter.CreateCounter<long>(
+            "fastfiles.send_path.bytes", "By", "File body bytes sent on zero-copy send path connections, by method (sendfile, copy).");
+        _sendPathFallbacks = meter.CreateCounter<long>(
+            "fastfiles.send_path.fallbacks", "{response}", "File bodies on send path connections that were not sent with sendfile, by reason.");
+    }
+
+    /// <summary>The app's instance: the registered singleton, else one shared by everything built from <paramref name="services"/>.</summary>
+    public static FastFilesMetrics For(IServiceProvider? services)
+    {
+        if (services is null)
+        {
+            return WithoutServices.Value;
+        }
+
+        return services.GetService<FastFilesMetrics>()
+            ?? Unregistered.GetValue(services, static sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
+    }
+
+    public void Hit() => _hits.Add(1);
+
+    public void Miss() => _misses.Add(1);
+
+    public void Evicted(int count) => _evictions.Add(count);
+
+    public void Invalidated() => _invalidations.Add(1);
+
+    public void StageDecided(bool staged)
+        => _stageConnections.Add(1, new KeyValuePair<string, object?>("fastfiles.tls_stage.decision", staged ? "staged" : "passed_through"));
+
+    public void StageFlushed(long bytes) => _stageBuffered.Add(bytes);
+
+    public void StageForwarded(long bytes)
+    {
+        _stageBuffered.Add(-bytes);
+        _stageForwarded.Add(bytes);
+    }
+
+    public void StageDrainTimedOut() => _stageDrainTimeouts.Add(1);
+
+    public void RecordsCoalesced() => _coalescedConnections.Add(1);
+
+    public void SendPathSent(long bytes, bool sendfile)
+        => _sendPathBytes.Add(bytes, new KeyValuePair<string, object?>("fastfiles.send_path.method", sendfile ? "sendfile" : "copy"));
+
+    public void SendPathFallback(string reason)
+        => _sendPathFallbacks.Add(1, new KeyValuePair<string, object?>("fastfiles.send_path.reason", reason));
+
+    public void Register(ICacheGauges cache)
+    {
+        lock (_caches)
+        {
+            _caches.Add(cache);
+        }
+    }
+
+    public void Unregister(ICacheGauges cache)
+    {
+        lock (_caches)
+        {
+            _caches.Remove(cache);
+        }
+    }
+
+    private long Sum(Func<ICacheGauges, long> selector)
+    {
+        lock (_caches)
+        {
+            long total = 0;
+            foreach (ICacheGauges cache in _caches)
+            {
+                total += selector(cache);
+            }
+
+            return total;
+        }
+    }
+}

@@ -1,0 +1,33 @@
+using Microsoft.Extensions.Logging;
+
+namespace FastFiles.Diagnostics;
+
+internal static partial class Log
+{
+    [LoggerMessage(4001, LogLevel.Debug, "Connection {ConnectionId}: output staged ahead of TLS (bound {Bound} bytes).", EventName = "OutputStaged")]
+    public static partial void OutputStaged(ILogger logger, string connectionId, long bound);
+
+    [LoggerMessage(4002, LogLevel.Debug, "Connection {ConnectionId}: writing to TLS failed; the stage reports the failure to Kestrel.", EventName = "TlsWriteFailed")]
+    public static partial void TlsWriteFailed(ILogger logger, string connectionId, Exception exception);
+
+    [LoggerMessage(4003, LogLevel.Debug, "Connection {ConnectionId}: the stage did not drain within {Timeout} after Kestrel finished; aborting the connection.", EventName = "DrainTimedOut")]
+    public static partial void DrainTimedOut(ILogger logger, string connectionId, TimeSpan timeout);
+
+    [LoggerMessage(4004, LogLevel.Warning, "Endpoint '{EndpointName}' uses SNI; FastFiles' TLS-side parts (record coalescing, HTTP/2 TLS output stage) are not applied to it. Configure it in code with UseHttps(...) followed by UseTlsRecordCoalescing() or UseHttp2TlsOutputStage().", EventName = "SniEndpointSkipped")]
+    public static partial void SniEndpointSkipped(ILogger logger, string endpointName);
+
+    [LoggerMessage(4005, LogLevel.Debug, "Endpoint '{EndpointName}' from configuration: TLS applied by FastFiles with its TLS-side parts (record coalescing, HTTP/2 TLS output stage) behind it.", EventName = "ConfigurationEndpointStaged")]
+    public static partial void ConfigurationEndpointStaged(ILogger logger, string endpointName);
+
+    [LoggerMessage(4006, LogLevel.Debug, "Endpoint '{EndpointName}' uses SNI; TLS record coalescing is not applied to it. Configure it in code with UseHttps(...).UseTlsRecordCoalescing() to add it.", EventName = "SniEndpointNotCoalesced")]
+    public static partial void SniEndpointNotCoalesced(ILogger logger, string endpointName);
+
+    [LoggerMessage(4007, LogLevel.Debug, "Connection {ConnectionId}: a file body of {Length} bytes is copied instead of sent with sendfile: {Reason}.", EventName = "SendPathFallback")]
+    public static partial void SendPathFallback(ILogger logger, string connectionId, string reason, long length);
+
+    [LoggerMessage(4008, LogLevel.Debug, "Connection {ConnectionId}: the send path stopped sending ({Reason}); the connection is aborted.", EventName = "SendPathSendFailed")]
+    public static partial void SendPathSendFailed(ILogger logger, string connectionId, string reason);
+
+    [LoggerMessage(4009, LogLevel.Information, "Connection {ConnectionId}: the client read a file body more slowly than the response's minimum data rate; the connection is aborted.", EventName = "SendPathDataRateTooLow")]
+    public static partial void SendPathDataRateTooLow(ILogger logger, string connectionId);
+}

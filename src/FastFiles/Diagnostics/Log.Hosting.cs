@@ -1,0 +1,22 @@
+using Microsoft.Extensions.Logging;
+
+namespace FastFiles.Diagnostics;
+
+// Startup diagnostics: a FastFiles part that cannot apply where the app asked for it says so once, by name.
+internal static partial class Log
+{
+    [LoggerMessage(6001, LogLevel.Warning,
+        "UseFastFiles does not serve the {Count} endpoint(s) mapped by MapStaticAssets (for example '{Route}'): a request that matched an endpoint is left to it. Add .WithFastFiles() to MapStaticAssets() to send those files through FastFiles.",
+        EventName = "StaticAssetsNotAccelerated")]
+    public static partial void StaticAssetsNotAccelerated(ILogger logger, int count, string route);
+
+    [LoggerMessage(6002, LogLevel.Warning,
+        "FastFiles' TLS-side connection parts ({Parts}) do not apply to the HTTPS endpoint {Endpoint}: {Reason}",
+        EventName = "TlsPartsNotApplied")]
+    public static partial void TlsPartsNotApplied(ILogger logger, string parts, string endpoint, string reason);
+
+    [LoggerMessage(6003, LogLevel.Information,
+        "FastFiles applied TLS and its connection parts ({Parts}) to {Endpoint}, bound from a URL.",
+        EventName = "UrlEndpointConnections")]
+    public static partial void UrlEndpointConnections(ILogger logger, string parts, string endpoint);
+}

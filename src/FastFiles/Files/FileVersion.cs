@@ -1,0 +1,143 @@
+using System.Globalization;
+using Microsoft.Extensions.FileProviders;
+using Microsoft.Net.Http.Headers;
+using Microsoft.Win32.SafeHandles;
+
+namespace FastFiles.Files;
+
+/// <summary>
+/// One version of one representation (the file itself or a precompressed sidecar): its stamp, its validators,
+/// the header strings derived from them (materialized once and reused for every response to this version), and
+/// for small cached files the bytes themselves. Validators always come from the opened file, so headers
+/// describe the bytes sent.
+/// </summary>
+internal sealed class FileVersion : IDisposable
+{
+    private readonly string _stampETag;
+
+    private FileVersion(
+        string? physicalPath,
+        SafeFileHandle? handle,
+        IFileInfo? fileInfo,
+        FileStamp stamp,
+        string? contentEncoding,
+        byte[]? content,
+        string? etag = null,
+        string? lastModifiedHeader = null,
+        SharedFileHandle? sharedHandle = null,
+        ContentHash? contentHash = null)
+    {
+        SharedHandle = sharedHandle;
+        ContentHash = contentHash;
+        PhysicalPath = physicalPath;
+        Handle = handle;
+        FileInfo = fileInfo;
+        Stamp = stamp;
+        ContentEncoding = contentEncoding;
+        Content = content;
+
+        // Last-Modified has one-second resolution (RFC 9110 5.6.7).
+        long ticks = stamp.ModifiedTicks;
+        LastModified = new DateTimeOffset(ticks - (ticks % TimeSpan.TicksPerSecond), TimeSpan.Zero);
+        LastModifiedHeader = lastModifiedHeader ?? HeaderUtilities.FormatDate(LastModified);
+        _stampETag = etag ?? FormatETag(ticks, stamp.Length, contentEncoding);
+    }
+
+    public string? PhysicalPath { get; }
+
+    /// <summary>The open file, when this version was opened for one request; owned by this instance.</summary>
+    public SafeFileHandle? Handle { get; private set; }
+
+    /// <summary>A descriptor the file cache keeps open for this version across requests, when it holds one.</summary>
+    public SharedFileHandle? SharedHandle { get; }
+
+    /// <summary>The provider's file, for providers without physical paths (embedded files and the like).</summary>
+    public IFileInfo? FileInfo { get; }
+
+    public FileStamp Stamp { get; }
+
+    public long Length => Stamp.Length;
+
+    public DateTimeOffset LastModified { get; }
+
+    public string LastModifiedHeader { get; }
+
+    /// <summary>
+    /// A strong validator (RFC 9110 8.8.3): the content hash's tag when this version has one, else the stamp's.
+    /// <see langword="null"/> while a content hash is being computed (see <see cref="Files.ContentHash"/>).
+    /// </summary>
+    public string? ETag => ContentHash is null ? _stampETag : ContentHash.ETag;
+
+    /// <summary>The content-hash validator of this version, when content-hash ETags are on.</summary>
+    public ContentHash? ContentHash { get; private set; }
+
+    /// <summary><c>br</c>, <c>zstd</c>, <c>gzip</c>, or <see langword="null"/> for the identity representation.</summary>
+    public string? ContentEncoding { get; }
+
+    /// <summary>The whole body, for versions held by the content cache; sent with no file-system call.</summary>
+    public byte[]? Content { get; }
+
+    /// <summary>Opens <paramref name="path"/> and reads its stamp from the handle (fstat), not the path.</summary>
+    /// <exception cref="IOException">The file does not exist or cannot be opened as a file.</exception>
+    /// <exception cref="UnauthorizedAccessException">The path is a directory or is not readable.</exception>
+    public static FileVersion Open(string path, string? contentEncoding)
+    {
+        SafeFileHandle handle = OpenHandle(path);
+        try
+        {
+            return new FileVersion(path, handle, null, FileStamp.FromHandle(handle), contentEncoding, null);
+        }
+        catch
+        {
+            handle.Dispose();
+            throw;
+        }
+    }
+
+    public static SafeFileHandle OpenHandle(string path)
+        => File.OpenHandle(path, FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete);
+
+    public static FileVersion FromProvider(IFileInfo fileInfo, string? contentEncoding)
+    {
+        long nanos = (fileInfo.LastModified.UtcTicks - DateTime.UnixEpoch.Ticks) * 100;
+        return new FileVersion(null, null, fileInfo, new FileStamp(0, 0, fileInfo.Length, nanos, nanos, false), contentEncoding, null);
+    }
+
+    /// <summary>
+    /// A copy for the cache without this instance's handle, sharing its header strings, optionally with its bytes
+    /// or a descriptor kept open across requests.
+    /// </summary>
+    public FileVersion ForCache(byte[]? content, SharedFileHandle? sharedHandle = null, ContentHash? contentHash = null)
+        => new(PhysicalPath, null, null, Stamp, ContentEncoding, content, _stampETag, LastModifiedHeader, sharedHandle, contentHash);
+
+    /// <summary>Gives a version opened for one request its content-hash validator (before any response uses it).</summary>
+    public void UseContentHash(ContentHash contentHash) => ContentHash = contentHash;
+
+    /// <summary>Hands this version's handle to the caller, which then owns it; this instance no longer closes it.</summary>
+    public SafeFileHandle? TakeHandle()
+    {
+        SafeFileHandle? handle = Handle;
+        Handle = null;
+        return handle;
+    }
+
+    /// <summary>The ETag as a string of its own (for <c>DisableStringReuse</c>).</summary>
+    public string? FreshETag()
+        => ContentHash is null ? FormatETag(Stamp.ModifiedTicks, Stamp.Length, ContentEncoding)
+            : ContentHash.ETag is { } etag ? new string(etag.AsSpan()) : null;
+
+    /// <summary>The Last-Modified value formatted afresh (for <c>DisableStringReuse</c>).</summary>
+    public string FreshLastModifiedHeader() => HeaderUtilities.FormatDate(LastModified);
+
+    /// <summary>
+    /// <c>"mtime-length"</c> in hex, with the coding appended for sidecars. Unlike UseStaticFiles (seconds XOR
+    /// length) it keeps the full sub-second modification time, so two same-size writes within one second get
+    /// different tags.
+    /// </summary>
+    internal static string FormatETag(long lastWriteTicks, long length, string? contentEncoding)
+        => contentEncoding is null
+            ? string.Create(CultureInfo.InvariantCulture, $"\"{lastWriteTicks:x}-{length:x}\"")
+            : string.Create(CultureInfo.InvariantCulture, $"\"{lastWriteTicks:x}-{length:x}-{contentEncoding}\"");
+
+    public void Dispose() => Handle?.Dispose();
+}

@@ -1,0 +1,155 @@
+using System.Runtime.InteropServices;
+using System.Text;
+using Microsoft.Win32.SafeHandles;
+
+namespace FastFiles.Files;
+
+/// <summary>
+/// Files under a directory on disk. Paths are built by concatenating the root and the checked sub-path (never
+/// <see cref="Path.Combine(string, string)"/>, which would let a rooted sub-path escape), and unless allowed, a
+/// file whose real location is outside the root (reached through a symbolic link) is treated as missing.
+/// </summary>
+internal sealed partial class PhysicalFileSource : FileSource
+{
+    private readonly string _root;
+    private readonly string _realRootWithSeparator;
+    private readonly bool _followLinksOutsideRoot;
+
+    public PhysicalFileSource(string root, bool followLinksOutsideRoot)
+    {
+        _root = Path.TrimEndingDirectorySeparator(Path.GetFullPath(root));
+        _followLinksOutsideRoot = followLinksOutsideRoot;
+        _realRootWithSeparator = Path.TrimEndingDirectorySeparator(RealPath(_root)) + Path.DirectorySeparatorChar;
+    }
+
+    public string Root => _root;
+
+    public string MapPath(string subpath)
+        => Path.DirectorySeparatorChar == '/' ? string.Concat(_root, subpath) : string.Concat(_root, subpath.Replace('/', Path.DirectorySeparatorChar));
+
+    public override LookupResult TryOpen(string subpath, string? contentEncoding, out FileVersion? version)
+    {
+        version = null;
+        string path = MapPath(subpath);
+        try
+        {
+            version = FileVersion.Open(path, contentEncoding);
+        }
+        catch (UnauthorizedAccessException)
+        {
+            // .NET refuses to open directories as files; anything else unreadable is not ours to serve.
+            return Directory.Exists(path) && IsInsideRoot(path) ? LookupResult.Directory : LookupResult.NotFound;
+        }
+        catch (IOException ex) when (!DescriptorExhaustion.Is(ex))
+        {
+            // Missing, a path through a file, too long, or deleted between lookup and open: all 404. Running out of
+            // descriptors propagates: the file may exist, and the caller answers 503.
+            return LookupResult.NotFound;
+        }
+
+        if (!_followLinksOutsideRoot && !IsInsideRoot(version.Handle!, path))
+        {
+            version.Dispose();
+            version = null;
+            return LookupResult.NotFound;
+        }
+
+        return LookupResult.File;
+    }
+
+    public override bool FileExists(string subpath) => File.Exists(MapPath(subpath));
+
+    public override bool DirectoryExists(string subpath) => Directory.Exists(MapPath(subpath));
+
+    private bool IsInsideRoot(string path)
+        => _followLinksOutsideRoot || (RealPath(path) + Path.DirectorySeparatorChar).StartsWith(_realRootWithSeparator, StringComparison.Ordinal);
+
+    private bool IsInsideRoot(SafeFileHandle handle, string path)
+    {
+        // On Linux the kernel tells us where the open descriptor really points, with no window between check
+        // and use; elsewhere resolve the path.
+        string real = OperatingSystem.IsLinux() ? DescriptorPath(handle) ?? RealPath(path) : RealPath(path);
+        return real.StartsWith(_realRootWithSeparator, StringComparison.Ordinal);
+    }
+
+    private static unsafe string? DescriptorPath(SafeFileHandle handle)
+    {
+        bool added = false;
+        try
+        {
+            handle.DangerousAddRef(ref added);
+            int fd = (int)handle.DangerousGetHandle();
+            byte* link = stackalloc byte[32];
+            int linkLength = Encoding.ASCII.GetBytes($"/proc/self/fd/{fd}", new Span<byte>(link, 31));
+            link[linkLength] = 0;
+            const int Max = 4096;
+            byte* buffer = stackalloc byte[Max];
+            nint n = ReadLink(link, buffer, Max);
+            return n <= 0 || n >= Max ? null : Encoding.UTF8.GetString(buffer, (int)n);
+        }
+        finally
+        {
+            if (added)
+            {
+                handle.DangerousRelease();
+            }
+        }
+    }
+
+    /// <summary>The canonical path with every symbolic link resolved; the input when it cannot be resolved.</summary>
+    internal static string RealPath(string path)
+    {
+        if (OperatingSystem.IsLinux() || OperatingSystem.IsMacOS() || OperatingSystem.IsFreeBSD())
+        {
+            string? real = NativeRealPath(path);
+            if (real is not null)
+            {
+                return real;
+            }
+        }
+
+        // Portable fallback: resolve each existing component's link target.
+        string full = Path.GetFullPath(path);
+        string? root = Path.GetPathRoot(full);
+        string current = root ?? string.Empty;
+        foreach (string part in full[current.Length..].Split(Path.DirectorySeparatorChar, StringSplitOptions.RemoveEmptyEntries))
+        {
+            current = Path.Combine(current, part);
+            FileSystemInfo info = new FileInfo(current);
+            if (!info.Exists)
+            {
+                info = new DirectoryInfo(current);
+            }
+
+            if (info.LinkTarget is not null)
+            {
+                current = info.ResolveLinkTarget(returnFinalTarget: true)?.FullName ?? current;
+            }
+        }
+
+        return current;
+    }
+
+    private static unsafe string? NativeRealPath(string path)
+    {
+        const int Max = 4096;
+        byte[] resolved = new byte[Max];
+        fixed (byte* output = resolved)
+        {
+            nint result = RealPathNative(path, output);
+            if (result == 0)
+            {
+                return null;
+            }
+
+            int length = Array.IndexOf(resolved, (byte)0);
+            return Encoding.UTF8.GetString(resolved, 0, length < 0 ? Max : length);
+        }
+    }
+
+    [LibraryImport("libc", EntryPoint = "readlink", SetLastError = true)]
+    private static unsafe partial nint ReadLink(byte* path, byte* buffer, nint size);
+
+    [LibraryImport("libc", EntryPoint = "realpath", StringMarshalling = StringMarshalling.Utf8, SetLastError = true)]
+    private static unsafe partial nint RealPathNative(string path, byte* resolved);
+}

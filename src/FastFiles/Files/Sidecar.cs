@@ -1,0 +1,69 @@
+using System.Numerics;
+
+namespace FastFiles.Files;
+
+/// <summary>Content codings FastFiles serves from precompressed sidecar files (RFC 9110 8.4.1).</summary>
+[Flags]
+internal enum ContentCodings
+{
+    None = 0,
+    Brotli = 1 << 0,
+    Zstd = 1 << 1,
+    Gzip = 1 << 2,
+}
+
+/// <summary>One content coding: its flag, the suffix of its sidecar file and its Content-Encoding token.</summary>
+internal sealed record ContentCoding(ContentCodings Coding, string Suffix, string Token);
+
+/// <summary>
+/// The one table of content codings and their sidecar files (the file beside <c>app.js</c> named <c>app.js.br</c>),
+/// in server preference order: smallest output first, which also breaks quality ties in Accept-Encoding.
+/// </summary>
+internal static class Sidecar
+{
+    /// <summary>Every coding; a coding's index here is the index of its bit in <see cref="ContentCodings"/>.</summary>
+    public static readonly ContentCoding[] All =
+    [
+        new(ContentCodings.Brotli, ".br", "br"),
+        new(ContentCodings.Zstd, ".zst", "zstd"),
+        new(ContentCodings.Gzip, ".gz", "gzip"),
+    ];
+
+    /// <summary>The index in <see cref="All"/> of a single coding.</summary>
+    public static int IndexOf(ContentCodings coding) => BitOperations.TrailingZeroCount((uint)coding);
+
+    /// <summary>The coding a Content-Encoding or Accept-Encoding token names (case-insensitive), else <see cref="ContentCodings.None"/>.</summary>
+    public static ContentCodings FromToken(ReadOnlySpan<char> token)
+    {
+        foreach (ContentCoding entry in All)
+        {
+            if (token.Equals(entry.Token, StringComparison.OrdinalIgnoreCase))
+            {
+                return entry.Coding;
+            }
+        }
+
+        // RFC 9110 8.4.1.3: a recipient should treat "x-gzip" as "gzip".
+        return token.Equals("x-gzip", StringComparison.OrdinalIgnoreCase) ? ContentCodings.Gzip : ContentCodings.None;
+    }
+
+    /// <summary>
+    /// Whether a sidecar may stand for <paramref name="original"/>: one older than its original is stale (the
+    /// original was rebuilt without it) and is ignored.
+    /// </summary>
+    public static bool IsFresh(FileVersion sidecar, FileVersion original) => sidecar.LastModified >= original.LastModified;
+
+    /// <summary>The original's sub-path when <paramref name="path"/> names a sidecar, else null.</summary>
+    public static string? OriginalOf(string path)
+    {
+        foreach (ContentCoding entry in All)
+        {
+            if (path.EndsWith(entry.Suffix, StringComparison.Ordinal))
+            {
+                return path[..^entry.Suffix.Length];
+            }
+        }
+
+        return null;
+    }
+}

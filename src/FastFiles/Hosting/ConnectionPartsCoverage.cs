@@ -1,0 +1,221 @@
+using System.Runtime.CompilerServices;
+using FastFiles.Diagnostics;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Hosting.Server.Features;
+using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+
+namespace FastFiles.Hosting;
+
+/// <summary>
+/// Which HTTPS endpoints got FastFiles' TLS-side connection parts, the parts for endpoints bound from URLs, and one
+/// startup warning per HTTPS endpoint the parts were asked for but do not reach.
+/// </summary>
+/// <remarks>
+/// Kestrel binds a URL endpoint (<c>--urls</c>, <c>ASPNETCORE_URLS</c>, <c>https_ports</c>, <c>applicationUrl</c> in
+/// launchSettings.json) by running <c>ConfigureEndpointDefaults</c> and then adding TLS itself, unless the endpoint
+/// already has TLS (aspnetcore's AddressBinder, <c>AddressesStrategy</c>); connection middleware added in the
+/// defaults callback would see ciphertext. So for an endpoint that an HTTPS address names, the callback adds TLS
+/// first, exactly as Kestrel would (<c>UseHttps()</c>: the HTTPS defaults and the default certificate), and the parts
+/// after it. The addresses are the ones the host handed Kestrel, taken by <c>AddFastFiles</c>' startup filter; code
+/// endpoints run the same callback earlier, while Kestrel is configured and no address is known yet, and are left to
+/// their own <c>UseHttps</c>.
+/// </remarks>
+internal static class ConnectionPartsCoverage
+{
+    private const string LoggerCategory = "FastFiles.Hosting";
+
+    private static readonly ConditionalWeakTable<KestrelServerOptions, State> States = [];
+
+    /// <summary>
+    /// The addresses Kestrel is about to bind, in order (<c>AddFastFiles</c>' startup filter takes them while the
+    /// pipeline is built, after the host has put the configured URLs, <c>app.Urls</c> or <c>app.Run(url)</c> there
+    /// and before Kestrel starts binding and clears them).
+    /// </summary>
+    public static void SetAddresses(KestrelServerOptions options, string[] addresses)
+    {
+        var parsed = new List<(bool Https, int Port)>();
+        foreach (string address in addresses)
+        {
+            try
+            {
+                BindingAddress binding = BindingAddress.Parse(address);
+                parsed.Add((string.Equals(binding.Scheme, "https", StringComparison.OrdinalIgnoreCase), binding.Port));
+            }
+            catch (FormatException)
+            {
+                // Kestrel reports a malformed URL itself when it binds.
+            }
+        }
+
+        State state = StateOf(options);
+        lock (state)
+        {
+            state.Addresses = parsed;
+        }
+    }
+
+    /// <summary>The endpoint has the parts on the plaintext side of its TLS.</summary>
+    public static void Covered(ListenOptions listen)
+    {
+        if (listen.KestrelServerOptions is { } server)
+        {
+            State state = StateOf(server);
+            lock (state)
+            {
+                state.Covered.Add(listen);
+            }
+        }
+    }
+
+    /// <summary>The endpoint was asked for the parts, and the reason they do not apply (<see langword="null"/>: already logged).</summary>
+    public static void NotCovered(ListenOptions listen, string? reason)
+    {
+        if (listen.KestrelServerOptions is { } server)
+        {
+            State state = StateOf(server);
+            lock (state)
+            {
+                state.Reasons.Add((listen, reason));
+            }
+        }
+    }
+
+    /// <summary>
+    /// Gives endpoints bound from URLs FastFiles' parts through <paramref name="applyParts"/> (with <see langword="true"/>
+    /// for HTTPS, after TLS has been added), and registers the startup check that names the HTTPS endpoints left
+    /// without them. Once per server.
+    /// </summary>
+    public static void Register(KestrelServerOptions options, string parts, Action<ListenOptions, bool> applyParts)
+    {
+        State state = StateOf(options);
+        lock (state)
+        {
+            if (state.Registered)
+            {
+                return;
+            }
+
+            state.Registered = true;
+            state.Parts = parts;
+        }
+
+        IServiceProvider services = options.ApplicationServices;
+        options.ConfigureEndpointDefaults(listen =>
+        {
+            // Code endpoints run this callback while Kestrel is configured, before the addresses are known (their own
+            // UseHttps may follow); endpoints from Kestrel:Endpoints get the parts from FastFiles' loader callback.
+            if (listen.IPEndPoint is not { } endpoint
+                || options.ConfigurationLoader?.Configuration.GetSection("Endpoints").GetChildren().Any() == true
+                || TakeAddress(state, endpoint.Port) is not { } https)
+            {
+                return;
+            }
+
+            if (https)
+            {
+                listen.UseHttps();
+                applyParts(listen, true);
+                Covered(listen);
+                Log.UrlEndpointConnections(CreateLogger(services), parts, NameOf(listen));
+            }
+            else
+            {
+                applyParts(listen, false);
+            }
+        });
+
+        services.GetService<IHostApplicationLifetime>()?.ApplicationStarted.Register(() => Check(services, state));
+    }
+
+    // After the server has bound: every HTTPS address Kestrel listens on either got the parts or is named here.
+    private static void Check(IServiceProvider services, State state)
+    {
+        ICollection<string>? addresses = services.GetService<IServer>()?.Features.Get<IServerAddressesFeature>()?.Addresses;
+        if (addresses is null)
+        {
+            return;
+        }
+
+        if (state.Parts.Length == 0)
+        {
+            return;
+        }
+
+        string[] covered;
+        (string Endpoint, string? Reason)[] reasons;
+        lock (state)
+        {
+            covered = state.Covered.Select(NameOf).ToArray();
+            reasons = state.Reasons.Select(r => (NameOf(r.Listen), r.Reason)).ToArray();
+        }
+
+        ILogger logger = CreateLogger(services);
+        foreach (string address in addresses.Where(a => a.StartsWith("https://", StringComparison.OrdinalIgnoreCase)))
+        {
+            if (covered.Contains(address, StringComparer.OrdinalIgnoreCase))
+            {
+                continue;
+            }
+
+            (string Endpoint, string? Reason) known = reasons.FirstOrDefault(r => string.Equals(r.Endpoint, address, StringComparison.OrdinalIgnoreCase));
+            if (known.Endpoint is not null && known.Reason is null)
+            {
+                continue;
+            }
+
+            string reason = known.Reason
+                ?? (state.AddressesSeen
+                    ? "it was bound in a way FastFiles cannot reach (a URL added in code with app.Urls or app.Run(url), or a code endpoint without .UseFastFilesConnections() after UseHttps()). Declare it under Kestrel:Endpoints, in --urls/ASPNETCORE_URLS, or as listenOptions.UseHttps(...).UseFastFilesConnections()."
+                    : "endpoints bound from URLs (--urls, ASPNETCORE_URLS, launchSettings.json) get the parts only when the app calls builder.Services.AddFastFiles(). Add it, or declare the endpoint under Kestrel:Endpoints.");
+            Log.TlsPartsNotApplied(logger, state.Parts, address, reason);
+        }
+    }
+
+    // Kestrel binds URL addresses in order, one endpoint-defaults call each: the next address with this port is this
+    // endpoint's (two ":0" addresses stay in order).
+    private static bool? TakeAddress(State state, int port)
+    {
+        lock (state)
+        {
+            int index = state.Addresses?.FindIndex(a => a.Port == port) ?? -1;
+            if (index < 0)
+            {
+                return null;
+            }
+
+            bool https = state.Addresses![index].Https;
+            state.Addresses.RemoveAt(index);
+            return https;
+        }
+    }
+
+    /// <summary>The endpoint as Kestrel names it in its addresses (<c>https://127.0.0.1:5443</c>).</summary>
+    public static string NameOf(ListenOptions listen) => listen.ToString() ?? string.Empty;
+
+    private static State StateOf(KestrelServerOptions options) => States.GetValue(options, static _ => new State());
+
+    private static ILogger CreateLogger(IServiceProvider services)
+        => services.GetService<ILoggerFactory>()?.CreateLogger(LoggerCategory) ?? NullLogger.Instance;
+
+    private sealed class State
+    {
+        public List<(bool Https, int Port)>? Addresses;
+
+        public bool AddressesSeen => Addresses is not null;
+
+        public bool Registered;
+
+        public string Parts = string.Empty;
+
+        public List<ListenOptions> Covered { get; } = [];
+
+        public List<(ListenOptions Listen, string? Reason)> Reasons { get; } = [];
+    }
+}

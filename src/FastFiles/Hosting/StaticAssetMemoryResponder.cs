@@ -1,0 +1,143 @@
+using System.Globalization;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.StaticAssets;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Net.Http.Headers;
+
+namespace FastFiles.Hosting;
+
+/// <summary>
+/// Answers a <c>MapStaticAssets</c> endpoint's unconditional full GETs from memory, with exactly the headers
+/// MapStaticAssets sends for them (aspnetcore <c>StaticAssetsInvoker</c>: Content-Type, Last-Modified, ETag,
+/// Accept-Ranges, then the manifest's other headers in order, and Content-Length); every other request (HEAD,
+/// ranges, conditionals, files over <c>MaxCachedFileSize</c>) goes to the endpoint itself. The manifest fixes an
+/// asset's length and ETag at build time, so its bytes are read once, on first use, and only when the file still
+/// has the manifest's length. Not used in Development, where MapStaticAssets rereads changed files.
+/// </summary>
+internal sealed class StaticAssetMemoryResponder
+{
+    private readonly RequestDelegate _next;
+    private readonly StaticAssetDescriptor _asset;
+    private readonly string? _contentType;
+    private readonly string? _lastModified;
+    private readonly string? _etag;
+    private readonly long _length;
+    private readonly List<KeyValuePair<string, string>> _headers = [];
+    private byte[]? _bytes;
+    private int _state; // 0: not read yet, 1: in memory, -1: served by the endpoint
+
+    private StaticAssetMemoryResponder(RequestDelegate next, StaticAssetDescriptor asset)
+    {
+        _next = next;
+        _asset = asset;
+        EntityTagHeaderValue? etag = null;
+        foreach (StaticAssetResponseHeader header in asset.ResponseHeaders)
+        {
+            switch (header.Name)
+            {
+                case "Content-Type":
+                    _contentType = header.Value;
+                    break;
+                case "ETag" when etag is null || etag.IsWeak:
+                    // As MapStaticAssets: a strong tag wins over an earlier weak one, which is then sent as a plain header.
+                    if (etag is not null)
+                    {
+                        _headers.Add(new("ETag", etag.ToString()));
+                    }
+
+                    etag = EntityTagHeaderValue.Parse(header.Value);
+                    break;
+                case "Last-Modified":
+                    _lastModified = HeaderUtilities.FormatDate(DateTimeOffset.Parse(header.Value, CultureInfo.InvariantCulture));
+                    break;
+                case "Content-Length":
+                    _length = long.Parse(header.Value, CultureInfo.InvariantCulture);
+                    break;
+                default:
+                    _headers.Add(new(header.Name, header.Value));
+                    break;
+            }
+        }
+
+        _etag = etag?.ToString();
+    }
+
+    public static RequestDelegate Wrap(RequestDelegate next, StaticAssetDescriptor asset)
+        => new StaticAssetMemoryResponder(next, asset).Invoke;
+
+    private Task Invoke(HttpContext context)
+    {
+        if (_state < 0 || !IsUnconditionalGet(context.Request) || (_bytes ?? Load(context.RequestServices)) is not { } bytes)
+        {
+            return _next(context);
+        }
+
+        HttpResponse response = context.Response;
+        if (_contentType is not null)
+        {
+            response.ContentType = _contentType;
+        }
+
+        IHeaderDictionary headers = response.Headers;
+        headers.LastModified = _lastModified;
+        headers.ETag = _etag;
+        headers.AcceptRanges = "bytes";
+        foreach (KeyValuePair<string, string> header in _headers)
+        {
+            headers.Append(header.Key, header.Value);
+        }
+
+        response.ContentLength = _length;
+        return response.BodyWriter.WriteAsync(bytes, context.RequestAborted).AsTask();
+    }
+
+    // MapStaticAssets evaluates preconditions and ranges for anything else; a plain GET is always its 200.
+    private static bool IsUnconditionalGet(HttpRequest request)
+    {
+        if (!HttpMethods.IsGet(request.Method))
+        {
+            return false;
+        }
+
+        IHeaderDictionary headers = request.Headers;
+        return headers.Range.Count == 0 && headers.IfMatch.Count == 0 && headers.IfNoneMatch.Count == 0
+            && headers.IfModifiedSince.Count == 0 && headers.IfUnmodifiedSince.Count == 0 && headers.IfRange.Count == 0;
+    }
+
+    private byte[]? Load(IServiceProvider services)
+    {
+        lock (this)
+        {
+            if (_state != 0)
+            {
+                return _bytes;
+            }
+
+            _state = -1;
+            FastFilesOptions options = FastFilesConfiguration.FastFilesOptions(services);
+            IWebHostEnvironment? environment = services.GetService<IWebHostEnvironment>();
+            string? development = services.GetService<IConfiguration>()?["EnableStaticAssetsDevelopment"];
+            bool developmentHandler = bool.TryParse(development, out bool enabled) ? enabled : environment?.IsDevelopment() == true;
+            if (!options.EnableFileCache || developmentHandler || _length > options.MaxCachedFileSize || _etag is null
+                || environment?.WebRootFileProvider.GetFileInfo(_asset.AssetPath) is not { Exists: true, PhysicalPath: { } path } file
+                || file.Length != _length)
+            {
+                return null;
+            }
+
+            byte[] bytes = File.ReadAllBytes(path);
+            if (bytes.LongLength != _length)
+            {
+                return null;
+            }
+
+            _bytes = bytes;
+            _state = 1;
+            return bytes;
+        }
+    }
+}

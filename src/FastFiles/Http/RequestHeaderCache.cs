@@ -1,0 +1,123 @@
+using FastFiles.Files;
+using Microsoft.Extensions.Primitives;
+using Microsoft.Net.Http.Headers;
+
+namespace FastFiles.Http;
+
+/// <summary>
+/// Per-connection memo of the request header values FastFiles parses. Kestrel hands out the same string
+/// instance for a repeated known header value on a connection (unless <c>DisableStringReuse</c> is set), so the
+/// common case is a reference comparison; an equal value in a new string is an ordinal comparison. Each slot
+/// is an immutable pair swapped whole, so concurrent HTTP/2 streams on one connection can share it safely.
+/// </summary>
+internal sealed class RequestHeaderCache
+{
+    private Slot<AcceptEncoding>? _acceptEncoding;
+    private Slot<DateTimeOffset?>? _ifModifiedSince;
+    private Slot<DateTimeOffset?>? _ifUnmodifiedSince;
+    private Slot<bool?>? _ifNoneMatch;
+    private Slot<bool>? _ifRange;
+    private RangeSlot? _range;
+
+    public AcceptEncoding AcceptEncoding(StringValues values)
+    {
+        if (values.Count != 1)
+        {
+            return Http.AcceptEncoding.Parse(values);
+        }
+
+        string value = values.ToString();
+        Slot<AcceptEncoding>? slot = _acceptEncoding;
+        if (slot is not null && slot.Matches(value, null))
+        {
+            return slot.Result;
+        }
+
+        AcceptEncoding parsed = Http.AcceptEncoding.Parse(values);
+        _acceptEncoding = new Slot<AcceptEncoding>(value, null, parsed);
+        return parsed;
+    }
+
+    public DateTimeOffset? IfModifiedSince(string value) => Date(ref _ifModifiedSince, value);
+
+    public DateTimeOffset? IfUnmodifiedSince(string value) => Date(ref _ifUnmodifiedSince, value);
+
+    /// <summary>If-None-Match against one ETag (weak comparison); the key includes the ETag string instance.</summary>
+    public bool? IfNoneMatch(StringValues values, string? etag)
+    {
+        if (values.Count != 1)
+        {
+            return EntityTagMatcher.AnyMatches(values, etag, strong: false);
+        }
+
+        string value = values.ToString();
+        Slot<bool?>? slot = _ifNoneMatch;
+        if (slot is not null && slot.Matches(value, etag))
+        {
+            return slot.Result;
+        }
+
+        bool? result = EntityTagMatcher.AnyMatches(values, etag, strong: false);
+        _ifNoneMatch = new Slot<bool?>(value, etag, result);
+        return result;
+    }
+
+    public bool IfRange(StringValues values, FileVersion file)
+    {
+        // Keyed by the ETag instance: a version without one (content hash not known) is not memoized.
+        if (values.Count != 1 || file.ETag is null)
+        {
+            return FileRequestEvaluator.IfRangeAllowsUncached(values, file);
+        }
+
+        string value = values.ToString();
+        Slot<bool>? slot = _ifRange;
+        if (slot is not null && slot.Matches(value, file.ETag))
+        {
+            return slot.Result;
+        }
+
+        bool result = FileRequestEvaluator.IfRangeAllowsUncached(values, file);
+        _ifRange = new Slot<bool>(value, file.ETag, result);
+        return result;
+    }
+
+    public RangeKind Range(string value, long length, out long start, out long count)
+    {
+        RangeSlot? slot = _range;
+        if (slot is not null && slot.Length == length && (ReferenceEquals(slot.Value, value) || string.Equals(slot.Value, value, StringComparison.Ordinal)))
+        {
+            start = slot.Start;
+            count = slot.Count;
+            return slot.Kind;
+        }
+
+        RangeKind kind = ByteRangeParser.Parse(value, length, out start, out count);
+        _range = new RangeSlot(value, length, kind, start, count);
+        return kind;
+    }
+
+    private static DateTimeOffset? Date(ref Slot<DateTimeOffset?>? field, string value)
+    {
+        Slot<DateTimeOffset?>? slot = field;
+        if (slot is not null && slot.Matches(value, null))
+        {
+            return slot.Result;
+        }
+
+        DateTimeOffset? parsed = HeaderUtilities.TryParseDate(value, out DateTimeOffset date) ? date : null;
+        field = new Slot<DateTimeOffset?>(value, null, parsed);
+        return parsed;
+    }
+
+    private sealed class Slot<T>(string value, string? context, T result)
+    {
+        public T Result { get; } = result;
+
+        public bool Matches(string candidate, string? candidateContext)
+            => ReferenceEquals(context, candidateContext)
+                && (ReferenceEquals(value, candidate) || string.Equals(value, candidate, StringComparison.Ordinal));
+    }
+
+    private sealed record RangeSlot(string Value, long Length, RangeKind Kind, long Start, long Count);
+}

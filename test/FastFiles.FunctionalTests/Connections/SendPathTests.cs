@@ -1,0 +1,508 @@
+using System.Diagnostics.Metrics;
+using System.Net;
+using System.Net.Sockets;
+using System.Text;
+using FastFiles.Connections.SendPath;
+using FastFiles.FunctionalTests.Infrastructure;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Http.Features;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.FileProviders;
+using Microsoft.Extensions.Logging;
+
+namespace FastFiles.FunctionalTests.Connections;
+
+/// <summary>
+/// The zero-copy send path on real sockets: <see cref="TestHost.Http"/> has it (every body size goes by sendfile),
+/// <see cref="TestHost.HttpCopy"/> does not; both serve the same files through UseFastFiles (file cache off, so every
+/// body is read from its file), stock UseStaticFiles behind UseFastSendFile, Results.File and FastResults.
+/// </summary>
+[Collection(SendPathCollection.Name)]
+public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture<SendPathTests.Fixture>
+{
+    public static readonly int[] Sizes = [0, 1, 4095, 4096, 65537, (1024 * 1024) + 3];
+    private const long SparseLength = 3L * 1024 * 1024 * 1024;
+    private const long SparseMarkerAt = (2L * 1024 * 1024 * 1024) + 12345;
+    private const long HundredMiB = 100L * 1024 * 1024;
+    private readonly Fixture _f = fixture;
+
+    public sealed class Fixture : IAsyncLifetime
+    {
+        public TestFiles Files { get; } = new();
+
+        public Dictionary<int, byte[]> Contents { get; } = [];
+
+        public LogRecorder Logs { get; } = new();
+
+        public TestHost Host { get; private set; } = null!;
+
+        public Uri TlsWithSendPath => Host.Addresses[4];
+
+        public Uri H2cWithSendPath => Host.Addresses[5];
+
+        public IMeterFactory Meters => Host.Services.GetRequiredService<IMeterFactory>();
+
+        public async Task InitializeAsync()
+        {
+            foreach (int size in Sizes)
+            {
+                Contents[size] = Files.Create($"f{size}.txt", size);
+            }
+
+            using (var sparse = new FileStream(Files.PathOf("sparse.txt"), FileMode.Create, FileAccess.Write))
+            {
+                sparse.SetLength(SparseLength);
+                sparse.Position = SparseMarkerAt;
+                sparse.Write(Encoding.ASCII.GetBytes("beyond-two-gibibytes"));
+            }
+
+            using (var zeros = new FileStream(Files.PathOf("zeros100.txt"), FileMode.Create, FileAccess.Write))
+            {
+                zeros.SetLength(HundredMiB);
+            }
+
+            string root = Files.Root;
+            Host = await TestHost.StartAsync(
+                app =>
+                {
+                    app.UseFastSendFile();
+                    app.Map("/stock", b => b.UseStaticFiles(new StaticFileOptions { FileProvider = new PhysicalFileProvider(root) }));
+                    app.Map("/replaced", b =>
+                    {
+                        // A body wrapper above the file middleware, as response compression installs one.
+                        b.Use((context, next) =>
+                        {
+                            context.Features.Set<IHttpResponseBodyFeature>(new StreamResponseBodyFeature(context.Response.Body));
+                            return next(context);
+                        });
+                        b.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(root) });
+                    });
+                    app.MapGet("/result/{name}", (string name) => Microsoft.AspNetCore.Http.Results.File(Path.Combine(root, name), "text/plain", enableRangeProcessing: true));
+                    app.MapGet("/fastresult/{name}", (string name) => FastResults.PhysicalFile(Path.Combine(root, name), "text/plain"));
+                    // No Content-Length: Kestrel chunks the body.
+                    app.MapGet("/chunked/{name}", (HttpContext context, string name) => context.Response.SendFileAsync(Path.Combine(root, name)));
+                    app.UseFastFiles(new FastStaticFileOptions { RequestPath = "/fast", FileProvider = new PhysicalFileProvider(root) });
+                },
+                services =>
+                {
+                    services.AddFastFiles(o => o.EnableFileCache = false);
+                    services.AddSingleton<ILoggerProvider>(Logs);
+                },
+                configureKestrel: k =>
+                {
+                    // The send path outside TLS (it must step aside per response) and on an h2c endpoint.
+                    k.Listen(IPAddress.Loopback, 0, l =>
+                    {
+                        l.Protocols = HttpProtocols.Http1;
+                        l.UseZeroCopySendFile(o => o.MinimumLength = 0);
+                        l.UseHttps(TestCertificate.Instance);
+                    });
+                    k.Listen(IPAddress.Loopback, 0, l =>
+                    {
+                        l.Protocols = HttpProtocols.Http2;
+                        l.UseZeroCopySendFile(o => o.MinimumLength = 0);
+                    });
+                });
+        }
+
+        public async Task DisposeAsync()
+        {
+            await Host.DisposeAsync();
+            Files.Dispose();
+        }
+    }
+
+    public static TheoryData<string, int, string?> Differential()
+    {
+        var data = new TheoryData<string, int, string?>();
+        foreach (string prefix in new[] { "/fast/", "/stock/", "/result/", "/fastresult/" })
+        {
+            foreach (int size in Sizes)
+            {
+                data.Add(prefix, size, null);
+            }
+        }
+
+        // Single ranges at every edge: first byte, last byte, a block boundary either side, suffixes, open ends, the
+        // whole file as a range, and an end past the file (clamped, RFC 9110 14.1.2).
+        foreach (int size in new[] { 4096, 65537, (1024 * 1024) + 3 })
+        {
+            var ranges = new HashSet<string> { "0-0", $"{size - 1}-{size - 1}", "0-4095", "4095-4096", "-1", "-4097", $"0-{size - 1}", $"1-{size + 100}", $"{size / 2}-" };
+            if (size > 4096)
+            {
+                ranges.Add("4096-");
+            }
+
+            foreach (string range in ranges)
+            {
+                data.Add("/fast/", size, range);
+                data.Add("/stock/", size, range);
+            }
+        }
+
+        return data;
+    }
+
+    [Theory]
+    [MemberData(nameof(Differential))]
+    public async Task Sendfile_and_copy_paths_answer_byte_for_byte_the_same(string prefix, int size, string? range)
+    {
+        using var sendfile = new InstrumentRecorder(_f.Meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
+        string extra = range is null ? string.Empty : $"Range: bytes={range}\r\n";
+        RawResponse viaSendfile = await RawHttp.SendAsync(_f.Host.Http, $"{prefix}f{size}.txt", extraHeaders: extra);
+        RawResponse viaCopy = await RawHttp.SendAsync(_f.Host.HttpCopy, $"{prefix}f{size}.txt", extraHeaders: extra);
+
+        Assert.Equal(viaCopy.Status, viaSendfile.Status);
+        Assert.Equal(Without(viaCopy.Headers, "Date"), Without(viaSendfile.Headers, "Date"));
+        Assert.Equal(viaCopy.Body, viaSendfile.Body);
+        Assert.Equal(viaSendfile.ContentLength, viaSendfile.Body.Length);
+        Assert.True(viaSendfile.Status is 200 or 206, $"status {viaSendfile.Status}");
+
+        byte[] file = _f.Contents[size];
+        (long start, long length) = viaSendfile.Status == 206 ? ParseContentRange(viaSendfile.Headers["Content-Range"]) : (0, file.Length);
+        Assert.True(file.AsSpan((int)start, (int)length).SequenceEqual(viaSendfile.Body));
+
+        // Every body byte of the send-path response went by sendfile (stock UseStaticFiles and Results.File included).
+        Assert.Equal(viaSendfile.Body.Length, await WaitForAsync(() => sendfile.Total, viaSendfile.Body.Length));
+    }
+
+    [Theory]
+    [InlineData(0, 20)]
+    [InlineData(-5, 40)]
+    [InlineData(-1000, 4096)]
+    public async Task Ranges_beyond_two_gibibytes_come_from_the_right_offset(long fromMarker, int length)
+    {
+        long start = SparseMarkerAt + fromMarker;
+        string extra = $"Range: bytes={start}-{start + length - 1}\r\n";
+        RawResponse viaSendfile = await RawHttp.SendAsync(_f.Host.Http, "/fast/sparse.txt", extraHeaders: extra);
+        RawResponse viaCopy = await RawHttp.SendAsync(_f.Host.HttpCopy, "/fast/sparse.txt", extraHeaders: extra);
+
+        Assert.Equal(206, viaSendfile.Status);
+        Assert.Equal($"bytes {start}-{start + length - 1}/{SparseLength}", viaSendfile.Headers["Content-Range"]);
+        Assert.Equal(viaCopy.Body, viaSendfile.Body);
+        int markerIndex = (int)-fromMarker;
+        Assert.Equal("beyond-two-gibibytes", Encoding.ASCII.GetString(viaSendfile.Body, markerIndex, 20));
+    }
+
+    [Fact]
+    public async Task Keep_alive_survives_and_pipelined_requests_are_answered_in_order()
+    {
+        using Socket socket = await RawHttp.ConnectAsync(_f.Host.Http);
+        using var stream = new NetworkStream(socket, ownsSocket: false);
+        var reader = new HttpConnectionReader(stream);
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        int big = (1024 * 1024) + 3;
+        string host = _f.Host.Http.Authority;
+
+        // Four requests in one write: sendfile, HEAD (no body), a range, a 304, then the first again.
+        string etag = (await RawHttp.SendAsync(_f.Host.Http, "/fast/f65537.txt", "HEAD")).Headers["ETag"];
+        string pipelined =
+            $"GET /fast/f{big}.txt HTTP/1.1\r\nHost: {host}\r\n\r\n" +
+            $"HEAD /fast/f{big}.txt HTTP/1.1\r\nHost: {host}\r\n\r\n" +
+            $"GET /stock/f65537.txt HTTP/1.1\r\nHost: {host}\r\nRange: bytes=100-65000\r\n\r\n" +
+            $"GET /fast/f65537.txt HTTP/1.1\r\nHost: {host}\r\nIf-None-Match: {etag}\r\n\r\n" +
+            $"GET /fast/f4095.txt HTTP/1.1\r\nHost: {host}\r\nRange: bytes=5000-\r\n\r\n" +
+            $"GET /fast/f{big}.txt HTTP/1.1\r\nHost: {host}\r\n\r\n";
+        await socket.SendAsync(Encoding.ASCII.GetBytes(pipelined));
+
+        var first = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
+        Assert.Equal(200, first.Status);
+        Assert.Equal(_f.Contents[big], first.Body);
+
+        var head = await reader.ReadResponseAsync(head: true, timeout.Token);
+        Assert.Equal(200, head.Status);
+        Assert.Equal(big.ToString(System.Globalization.CultureInfo.InvariantCulture), head.Headers["Content-Length"]);
+
+        var range = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
+        Assert.Equal(206, range.Status);
+        Assert.Equal(_f.Contents[65537].AsSpan(100, 64901).ToArray(), range.Body);
+
+        var notModified = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
+        Assert.Equal(304, notModified.Status);
+
+        var unsatisfiable = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
+        Assert.Equal(416, unsatisfiable.Status);
+        Assert.Empty(unsatisfiable.Body);
+
+        var last = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
+        Assert.Equal(200, last.Status);
+        Assert.Equal(_f.Contents[big], last.Body);
+
+        // Still open and in step: one more request on the same connection.
+        Assert.False(reader.HasBufferedBytes);
+        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /result/f4096.txt HTTP/1.1\r\nHost: {host}\r\n\r\n"));
+        var again = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
+        Assert.Equal(200, again.Status);
+        Assert.Equal(_f.Contents[4096], again.Body);
+    }
+
+    [Fact]
+    public async Task A_file_truncated_during_the_send_ends_the_connection_without_padding()
+    {
+        string name = $"shrinking-{Guid.NewGuid():N}.txt";
+        byte[] original = _f.Files.Create(name, 64 * 1024 * 1024);
+        using Socket socket = await RawHttp.ConnectAsync(_f.Host.Http, receiveBufferSize: 64 * 1024);
+        using var stream = new NetworkStream(socket, ownsSocket: false);
+        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /fast/{name} HTTP/1.1\r\nHost: {_f.Host.Http.Authority}\r\n\r\n"));
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        (int status, Dictionary<string, string> headers, byte[] leftover) = await RawHttp.ReadHeadAsync(stream, timeout.Token);
+        Assert.Equal(200, status);
+        Assert.Equal(original.Length.ToString(System.Globalization.CultureInfo.InvariantCulture), headers["Content-Length"]);
+
+        var received = new MemoryStream();
+        received.Write(leftover);
+        var chunk = new byte[64 * 1024];
+        while (received.Length < 1024 * 1024)
+        {
+            int read = await stream.ReadAsync(chunk, timeout.Token);
+            Assert.NotEqual(0, read);
+            received.Write(chunk, 0, read);
+        }
+
+        using (var writer = new FileStream(_f.Files.PathOf(name), FileMode.Open, FileAccess.Write, FileShare.ReadWrite | FileShare.Delete))
+        {
+            writer.SetLength(2 * 1024 * 1024);
+        }
+
+        // The connection ends (FIN or reset) short of Content-Length, and every byte that came is the file's own.
+        await RawHttp.ReadToEndAsync(stream, received, timeout.Token);
+        byte[] body = received.ToArray();
+        Assert.True(body.Length < original.Length, $"{body.Length} bytes: the response looked complete");
+        Assert.True(original.AsSpan(0, body.Length).SequenceEqual(body), "bytes that are not the file's");
+    }
+
+    [Fact]
+    public async Task A_file_replaced_by_rename_during_the_send_yields_the_old_version()
+    {
+        string name = $"replaced-{Guid.NewGuid():N}.txt";
+        byte[] original = _f.Files.Create(name, 32 * 1024 * 1024, seed: 7);
+        _f.Files.Create(name + ".new", 32 * 1024 * 1024, seed: 8);
+        using Socket socket = await RawHttp.ConnectAsync(_f.Host.Http, receiveBufferSize: 64 * 1024);
+        using var stream = new NetworkStream(socket, ownsSocket: false);
+        var reader = new HttpConnectionReader(stream);
+        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /fast/{name} HTTP/1.1\r\nHost: {_f.Host.Http.Authority}\r\n\r\n"));
+
+        // Let the send start and fill the socket, then swap the file under it.
+        await WaitForAsync(() => socket.Available, 1);
+        File.Move(_f.Files.PathOf(name + ".new"), _f.Files.PathOf(name), overwrite: true);
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        var response = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
+        Assert.Equal(200, response.Status);
+        Assert.True(original.AsSpan().SequenceEqual(response.Body), "not the version the headers described");
+    }
+
+    [Fact]
+    public async Task Client_resets_mid_send_leak_no_descriptor_or_block_and_log_no_error()
+    {
+        // Hundreds here; set FASTFILES_RESET_ITERATIONS for a longer manual run (thousands).
+        int iterations = int.TryParse(Environment.GetEnvironmentVariable("FASTFILES_RESET_ITERATIONS"), out int n) ? n : 200;
+        string host = _f.Host.Http.Authority;
+        byte[] request = Encoding.ASCII.GetBytes($"GET /fast/zeros100.txt HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        var chunk = new byte[64 * 1024];
+        for (int i = 0; i < iterations; i++)
+        {
+            using Socket socket = await RawHttp.ConnectAsync(_f.Host.Http, receiveBufferSize: 64 * 1024);
+            await socket.SendAsync(request);
+            // Some of the body, a different amount each time, then a reset (linger 0) mid-send.
+            int want = (i % 7) * 100 * 1024;
+            int got = 0;
+            int read;
+            do
+            {
+                read = await socket.ReceiveAsync(chunk);
+                got += read;
+            }
+            while (got < want && read > 0);
+
+            socket.LingerState = new LingerOption(true, 0);
+            socket.Close();
+        }
+
+        // Every response ends (the server notices each reset), its file is closed and its blocks are back in the pool.
+        Assert.Equal(0, await OpenFileDescriptors.WaitForNoneUnderAsync(_f.Files.Root, TimeSpan.FromSeconds(30)));
+        Assert.Equal(0, await WaitForAsync(() => BlockPool.Outstanding, 0));
+        Assert.Empty(_f.Logs.AtLeast(LogLevel.Error));
+
+        // The server still serves.
+        RawResponse after = await RawHttp.SendAsync(_f.Host.Http, "/fast/f65537.txt");
+        Assert.Equal(_f.Contents[65537], after.Body);
+    }
+
+    [Fact]
+    public async Task Fallbacks_are_counted_by_reason_and_still_serve_the_file()
+    {
+        byte[] expected = _f.Contents[65537];
+        using var tls = new InstrumentRecorder(_f.Meters, "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "tls"));
+        using var http2 = new InstrumentRecorder(_f.Meters, "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "http2"));
+        using var chunked = new InstrumentRecorder(_f.Meters, "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "not_content_length"));
+        using var replaced = new InstrumentRecorder(_f.Meters, "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "body_replaced"));
+        using var copied = new InstrumentRecorder(_f.Meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "copy"));
+
+        using (HttpResponseMessage response = await _f.Host.Client.SendAsync(new HttpRequestMessage(HttpMethod.Get, new Uri(_f.TlsWithSendPath, "/fast/f65537.txt"))))
+        {
+            Assert.Equal(expected, await response.Content.ReadAsByteArrayAsync());
+        }
+
+        using (HttpResponseMessage response = await _f.Host.Client.SendAsync(new HttpRequestMessage(HttpMethod.Get, new Uri(_f.H2cWithSendPath, "/fast/f65537.txt"))
+        {
+            Version = HttpVersion.Version20,
+            VersionPolicy = HttpVersionPolicy.RequestVersionExact,
+        }))
+        {
+            Assert.Equal(expected, await response.Content.ReadAsByteArrayAsync());
+        }
+
+        RawResponse viaChunked = await RawHttp.SendAsync(_f.Host.Http, "/chunked/f65537.txt");
+        Assert.Equal("chunked", viaChunked.Headers["Transfer-Encoding"]);
+        RawResponse viaReplaced = await RawHttp.SendAsync(_f.Host.Http, "/replaced/f65537.txt");
+        Assert.Equal(expected, viaReplaced.Body);
+
+        Assert.Equal(1, await WaitForAsync(() => tls.Total, 1));
+        Assert.Equal(1, await WaitForAsync(() => http2.Total, 1));
+        Assert.Equal(1, await WaitForAsync(() => chunked.Total, 1));
+        Assert.Equal(1, await WaitForAsync(() => replaced.Total, 1));
+        Assert.Equal(4L * expected.Length, await WaitForAsync(() => copied.Total, 4L * expected.Length));
+    }
+
+    [Fact]
+    public async Task StopAsync_waits_for_a_send_in_flight()
+    {
+        var files = new TestFiles();
+        byte[] content = files.Create("big.txt", 48 * 1024 * 1024);
+        TestHost host = await TestHost.StartAsync(app => app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(files.Root) }));
+        try
+        {
+            using Socket socket = await RawHttp.ConnectAsync(host.Http, receiveBufferSize: 64 * 1024);
+            using var stream = new NetworkStream(socket, ownsSocket: false);
+            var reader = new HttpConnectionReader(stream);
+            await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /big.txt HTTP/1.1\r\nHost: {host.Http.Authority}\r\n\r\n"));
+            await WaitForAsync(() => socket.Available, 1);
+
+            // The client has read nothing yet, so the send is still in flight when the server is asked to stop.
+            Task stopping = host.StopAsync();
+            Assert.False(stopping.IsCompleted);
+            using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+            var response = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
+            Assert.Equal(200, response.Status);
+            Assert.True(content.AsSpan().SequenceEqual(response.Body));
+            await stopping;
+        }
+        finally
+        {
+            await host.DisposeAsync();
+            files.Dispose();
+        }
+    }
+
+    [Fact]
+    public async Task A_sendfile_body_longer_than_the_grace_period_is_not_cut_off_when_the_client_keeps_up()
+    {
+        // Kestrel's data-rate check counts only bytes written through its pipe, which a sendfile body is not; the send
+        // path applies the rule itself, over the whole body: here 16 MiB may take 16 s although the grace is 2 s.
+        await using RateHost rate = await RateHost.StartAsync(16 * 1024 * 1024, bytesPerSecond: 1024 * 1024);
+        using Socket socket = await RawHttp.ConnectAsync(rate.Host.Http, receiveBufferSize: 64 * 1024);
+        using var stream = new NetworkStream(socket, ownsSocket: false);
+        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /big.txt HTTP/1.1\r\nHost: {rate.Host.Http.Authority}\r\n\r\n"));
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        (int status, _, byte[] leftover) = await RawHttp.ReadHeadAsync(stream, timeout.Token);
+        Assert.Equal(200, status);
+        var received = new MemoryStream();
+        received.Write(leftover);
+        var chunk = new byte[64 * 1024];
+        while (received.Length < rate.Content.Length)
+        {
+            // At most about 4 MiB/s: above the 1 MiB/s minimum, but the body takes longer than the grace period.
+            await Task.Delay(15);
+            int read = await stream.ReadAsync(chunk, timeout.Token);
+            Assert.NotEqual(0, read);
+            received.Write(chunk, 0, read);
+        }
+
+        Assert.True(rate.Content.AsSpan().SequenceEqual(received.ToArray()));
+    }
+
+    [Fact]
+    public async Task A_client_that_stops_reading_a_sendfile_body_is_cut_off_by_the_minimum_data_rate()
+    {
+        await using RateHost rate = await RateHost.StartAsync(32 * 1024 * 1024, bytesPerSecond: 4 * 1024 * 1024);
+        using Socket socket = await RawHttp.ConnectAsync(rate.Host.Http, receiveBufferSize: 64 * 1024);
+        using var stream = new NetworkStream(socket, ownsSocket: false);
+        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /big.txt HTTP/1.1\r\nHost: {rate.Host.Http.Authority}\r\n\r\n"));
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        (int status, _, byte[] leftover) = await RawHttp.ReadHeadAsync(stream, timeout.Token);
+        Assert.Equal(200, status);
+
+        // Read nothing until the server has given up (32 MiB at 4 MiB/s: 8 s allowed), then drain what was sent.
+        await WaitForAsync(() => OpenFileDescriptors.CountUnder(rate.Files.Root), 0);
+        var received = new MemoryStream();
+        received.Write(leftover);
+        await RawHttp.ReadToEndAsync(stream, received, timeout.Token);
+        Assert.True(received.Length < rate.Content.Length, "the stalled response completed");
+        Assert.True(rate.Content.AsSpan(0, (int)received.Length).SequenceEqual(received.ToArray()));
+    }
+
+    /// <summary>A host with a minimum response data rate (after a 2 s grace period), serving one file.</summary>
+    private sealed class RateHost : IAsyncDisposable
+    {
+        public TestFiles Files { get; } = new();
+
+        public byte[] Content { get; private set; } = [];
+
+        public TestHost Host { get; private set; } = null!;
+
+        public static async Task<RateHost> StartAsync(int length, double bytesPerSecond)
+        {
+            var rate = new RateHost();
+            rate.Content = rate.Files.Create("big.txt", length);
+            rate.Host = await TestHost.StartAsync(
+                app => app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(rate.Files.Root) }),
+                configureKestrel: k => k.Limits.MinResponseDataRate = new MinDataRate(bytesPerSecond, gracePeriod: TimeSpan.FromSeconds(2)));
+            return rate;
+        }
+
+        public async ValueTask DisposeAsync()
+        {
+            await Host.DisposeAsync();
+            Files.Dispose();
+        }
+    }
+
+    private static Dictionary<string, string> Without(Dictionary<string, string> headers, string name)
+        => headers.Where(h => !h.Key.Equals(name, StringComparison.OrdinalIgnoreCase)).ToDictionary(h => h.Key, h => h.Value, StringComparer.OrdinalIgnoreCase);
+
+    private static (long Start, long Length) ParseContentRange(string value)
+    {
+        // bytes start-end/length
+        string[] parts = value["bytes ".Length..].Split('/')[0].Split('-');
+        long start = long.Parse(parts[0], System.Globalization.CultureInfo.InvariantCulture);
+        return (start, long.Parse(parts[1], System.Globalization.CultureInfo.InvariantCulture) - start + 1);
+    }
+
+    /// <summary>Polls (bounded, 30 s) until <paramref name="read"/> returns <paramref name="expected"/> (or more, for counters); returns the last value.</summary>
+    private static async Task<long> WaitForAsync(Func<long> read, long expected)
+    {
+        DateTime deadline = DateTime.UtcNow + TimeSpan.FromSeconds(30);
+        long value;
+        while ((value = read()) != expected && DateTime.UtcNow < deadline)
+        {
+            if (expected > 0 && value > expected)
+            {
+                break;
+            }
+
+            await Task.Delay(10);
+        }
+
+        return value;
+    }
+}
+
+/// <summary>The send-path tests count pool blocks over the whole process, so nothing else runs beside them.</summary>
+[CollectionDefinition(Name, DisableParallelization = true)]
+public sealed class SendPathCollection
+{
+    public const string Name = "Send path";
+}

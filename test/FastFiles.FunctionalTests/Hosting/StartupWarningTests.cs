@@ -1,0 +1,246 @@
+using System.Diagnostics.Metrics;
+using System.Net;
+using System.Text;
+using FastFiles.FunctionalTests.Infrastructure;
+using FastFiles.Testing;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Hosting.Server.Features;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
+
+namespace FastFiles.FunctionalTests.Hosting;
+
+/// <summary>
+/// A FastFiles part either works where the app asked for it or says so once at startup, naming the endpoint and the
+/// reason: TLS-side connection parts on HTTPS endpoints bound from URLs, parts added before UseHttps,
+/// UseFastFiles next to MapStaticAssets; and configuration reaches UseFastFiles and the Kestrel-level toggles.
+/// </summary>
+public sealed class StartupWarningTests
+{
+    private const int StaticAssetsNotAccelerated = 6001;
+    private const int TlsPartsNotApplied = 6002;
+    private const int UrlEndpointConnections = 6003;
+    private const string Coalesced = "fastfiles.tls_records.coalesced_connections";
+
+    [Fact]
+    public async Task Https_endpoint_bound_from_a_url_gets_the_tls_parts()
+    {
+        await using Started started = await StartAsync(
+            ["--urls", "https://127.0.0.1:0"],
+            builder =>
+            {
+                builder.Services.AddFastFiles();
+                builder.WebHost.ConfigureKestrel(kestrel =>
+                {
+                    kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
+                    kestrel.UseFastFilesConnections();
+                });
+            });
+
+        Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
+        Assert.True(started.Coalesced.Total >= 1, "the URL-bound HTTPS connection was not coalesced");
+        LogCapture.Entry applied = Assert.Single(started.Logs.WithId(UrlEndpointConnections));
+        Assert.Contains("TLS record coalescing", applied.Message, StringComparison.Ordinal);
+        Assert.Empty(started.Logs.WithId(TlsPartsNotApplied));
+    }
+
+    [Fact]
+    public async Task Https_endpoint_bound_from_a_url_without_AddFastFiles_is_named_in_a_warning()
+    {
+        await using Started started = await StartAsync(
+            ["--urls", "https://127.0.0.1:0"],
+            builder => builder.WebHost.ConfigureKestrel(kestrel =>
+            {
+                kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
+                kestrel.UseFastFilesConnections();
+            }));
+
+        Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
+        Assert.Equal(0, started.Coalesced.Total);
+        LogCapture.Entry warning = Assert.Single(started.Logs.WithId(TlsPartsNotApplied));
+        Assert.Equal(LogLevel.Warning, warning.Level);
+        Assert.Contains(started.Address, warning.Message, StringComparison.Ordinal);
+        Assert.Contains("AddFastFiles()", warning.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Parts_added_before_UseHttps_are_named_in_a_warning()
+    {
+        await using Started started = await StartAsync(
+            [],
+            builder =>
+            {
+                builder.Services.AddFastFiles();
+                builder.WebHost.ConfigureKestrel(kestrel =>
+                {
+                    kestrel.UseFastFilesConnections();
+                    kestrel.Listen(IPAddress.Loopback, 0, listen =>
+                    {
+                        listen.UseFastFilesConnections();
+                        listen.UseHttps(TestCertificate.Instance);
+                    });
+                });
+            });
+
+        LogCapture.Entry warning = Assert.Single(started.Logs.WithId(TlsPartsNotApplied));
+        Assert.Contains(started.Address, warning.Message, StringComparison.Ordinal);
+        Assert.Contains("before UseHttps()", warning.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Code_endpoint_with_parts_after_UseHttps_gets_no_warning()
+    {
+        await using Started started = await StartAsync(
+            [],
+            builder =>
+            {
+                builder.Services.AddFastFiles();
+                builder.WebHost.ConfigureKestrel(kestrel =>
+                {
+                    kestrel.UseFastFilesConnections();
+                    kestrel.Listen(IPAddress.Loopback, 0, listen => listen.UseHttps(TestCertificate.Instance).UseFastFilesConnections());
+                });
+            });
+
+        Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
+        Assert.True(started.Coalesced.Total >= 1);
+        Assert.Empty(started.Logs.WithId(TlsPartsNotApplied));
+    }
+
+    [Fact]
+    public async Task Kestrel_toggles_bind_from_the_FastFiles_Kestrel_section()
+    {
+        await using Started started = await StartAsync(
+            ["--urls", "https://127.0.0.1:0", "--FastFiles:Kestrel:EnableTlsRecordCoalescing=false"],
+            builder =>
+            {
+                builder.Services.AddFastFiles();
+                builder.WebHost.ConfigureKestrel(kestrel =>
+                {
+                    kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
+                    kestrel.UseFastFilesConnections();
+                });
+            });
+
+        Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
+        Assert.Equal(0, started.Coalesced.Total);
+        // Nothing TLS-side was asked for, so nothing is missing.
+        Assert.Empty(started.Logs.WithId(TlsPartsNotApplied));
+    }
+
+    [Fact]
+    public async Task UseFastFiles_next_to_MapStaticAssets_warns_once()
+    {
+        using var files = new TestFiles();
+        string manifest = WriteAssets(files);
+        await using Started started = await StartAsync(["--urls", "http://127.0.0.1:0"], _ => { }, app =>
+        {
+            app.UseFastFiles();
+            app.MapStaticAssets(manifest);
+        }, webRoot: files.PathOf("wwwroot"));
+
+        LogCapture.Entry warning = Assert.Single(started.Logs.WithId(StaticAssetsNotAccelerated));
+        Assert.Equal(LogLevel.Warning, warning.Level);
+        Assert.Contains("WithFastFiles()", warning.Message, StringComparison.Ordinal);
+        Assert.Contains("/css/site.", warning.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task UseFastFiles_next_to_accelerated_MapStaticAssets_does_not_warn()
+    {
+        using var files = new TestFiles();
+        string manifest = WriteAssets(files);
+        await using Started started = await StartAsync(["--urls", "http://127.0.0.1:0"], _ => { }, app =>
+        {
+            app.UseFastFiles();
+            app.MapStaticAssets(manifest).WithFastFiles();
+        }, webRoot: files.PathOf("wwwroot"));
+
+        Assert.Equal(HttpStatusCode.OK, await started.GetAsync("/css/site.css"));
+        Assert.Empty(started.Logs.WithId(StaticAssetsNotAccelerated));
+    }
+
+    [Fact]
+    public async Task UseFastFiles_without_AddFastFiles_binds_its_configuration_section()
+    {
+        using var files = new TestFiles();
+        files.Write("wwwroot/a.txt", Encoding.UTF8.GetBytes("hello"));
+        await using Started started = await StartAsync(
+            ["--urls", "http://127.0.0.1:0", "--FastFiles:StaticFiles:CacheControl=public, max-age=77"],
+            _ => { },
+            app => app.UseFastFiles(),
+            webRoot: files.PathOf("wwwroot"));
+
+        using HttpResponseMessage response = await started.Client.GetAsync(new Uri(new Uri(started.Address), "/a.txt"));
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        Assert.Equal("public, max-age=77", response.Header("Cache-Control"));
+    }
+
+    private static string WriteAssets(TestFiles files)
+    {
+        files.Write("wwwroot/css/site.css", Encoding.UTF8.GetBytes("body { margin: 0; }"));
+        string manifest = files.PathOf("app.staticwebassets.endpoints.json");
+        StaticWebAssetsManifest.Write(files.PathOf("wwwroot"), manifest, compress: false);
+        return manifest;
+    }
+
+    private static async Task<Started> StartAsync(string[] args, Action<WebApplicationBuilder> configure, Action<WebApplication>? configureApp = null, string? webRoot = null)
+    {
+        var logs = new LogCapture();
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
+        {
+            Args = ["--hostBuilder:reloadConfigOnChange=false", .. args],
+            EnvironmentName = "Production",
+            ContentRootPath = AppContext.BaseDirectory,
+            WebRootPath = webRoot,
+        });
+        builder.Logging.ClearProviders();
+        builder.Logging.AddProvider(logs);
+        configure(builder);
+        WebApplication app = builder.Build();
+        var coalesced = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), Coalesced);
+        if (configureApp is null)
+        {
+            app.MapGet("/", () => "hello");
+        }
+        else
+        {
+            configureApp(app);
+        }
+
+        await app.StartAsync();
+        return new Started(app, logs, coalesced);
+    }
+
+    private sealed class Started(WebApplication app, LogCapture logs, InstrumentRecorder coalesced) : IAsyncDisposable
+    {
+        public LogCapture Logs { get; } = logs;
+
+        public InstrumentRecorder Coalesced { get; } = coalesced;
+
+        public string Address { get; } = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.First();
+
+        public HttpClient Client { get; } = new(new SocketsHttpHandler
+        {
+            SslOptions = { RemoteCertificateValidationCallback = (_, cert, _, _) => cert is not null && cert.GetCertHashString() == TestCertificate.Instance.GetCertHashString() },
+        });
+
+        public async Task<HttpStatusCode> GetAsync(string path = "/")
+        {
+            using HttpResponseMessage response = await Client.GetAsync(new Uri(new Uri(Address), path));
+            await response.Content.ReadAsByteArrayAsync();
+            return response.StatusCode;
+        }
+
+        public async ValueTask DisposeAsync()
+        {
+            Client.Dispose();
+            Coalesced.Dispose();
+            await app.StopAsync();
+            await app.DisposeAsync();
+        }
+    }
+}

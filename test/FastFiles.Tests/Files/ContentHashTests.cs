@@ -1,0 +1,70 @@
+using System.Security.Cryptography;
+using FastFiles.Files;
+using Microsoft.Win32.SafeHandles;
+
+namespace FastFiles.Tests.Files;
+
+public sealed class ContentHashTests : IDisposable
+{
+    private readonly string _path = Path.Combine(Path.GetTempPath(), $"fastfiles-hash-{Guid.NewGuid():N}.bin");
+
+    public void Dispose() => File.Delete(_path);
+
+    [Fact]
+    public void Tag_is_the_first_128_bits_of_sha256_in_base64url_quoted()
+    {
+        byte[] bytes = "hello"u8.ToArray();
+        // printf hello | openssl dgst -sha256 -binary | head -c 16 | basenc --base64url (padding removed)
+        Assert.Equal("\"LPJNul-wow4m6Dsqxbning\"", ContentHash.Of(bytes).ETag);
+        Assert.Equal(ContentHash.Format(SHA256.HashData(bytes)), ContentHash.Of(bytes).ETag);
+    }
+
+    [Fact]
+    public void A_file_hashed_from_disk_gets_the_same_tag_as_its_bytes()
+    {
+        byte[] bytes = new byte[700_000];
+        new Random(7).NextBytes(bytes);
+        File.WriteAllBytes(_path, bytes);
+        using SafeFileHandle handle = FileVersion.OpenHandle(_path);
+        Assert.Equal(ContentHash.Of(bytes).ETag, ContentHash.Compute(handle, FileStamp.FromHandle(handle), CancellationToken.None));
+    }
+
+    [Fact]
+    public void A_file_that_is_no_longer_the_version_gets_no_tag()
+    {
+        File.WriteAllBytes(_path, new byte[100_000]);
+        using SafeFileHandle handle = FileVersion.OpenHandle(_path);
+        FileStamp before = FileStamp.FromHandle(handle);
+        DateTime modified = File.GetLastWriteTimeUtc(_path);
+        do
+        {
+            // Same size, new bytes, on a later file-system clock tick: the stamp the hash was asked for is gone.
+            using FileStream stream = new(_path, FileMode.Open, FileAccess.Write, FileShare.ReadWrite);
+            stream.Write(new byte[] { 1, 2, 3 });
+        }
+        while (File.GetLastWriteTimeUtc(_path) == modified && Thread.Yield());
+
+        Assert.Null(ContentHash.Compute(handle, before, CancellationToken.None));
+    }
+
+    [Fact]
+    public async Task A_background_hash_reports_a_change_and_never_a_tag_of_other_bytes()
+    {
+        File.WriteAllBytes(_path, new byte[100_000]);
+        FileStamp stamp;
+        using (SafeFileHandle handle = FileVersion.OpenHandle(_path))
+        {
+            stamp = FileStamp.FromHandle(handle);
+        }
+
+        // Replaced by rename before the hash ran: another inode, so not the version asked for.
+        string next = _path + ".next";
+        File.WriteAllBytes(next, new byte[100_000]);
+        File.Move(next, _path, overwrite: true);
+        bool changed = false;
+        ContentHash hash = ContentHash.ForFile(_path, stamp, null, () => changed = true, CancellationToken.None);
+        await hash.WhenReady();
+        Assert.Null(hash.ETag);
+        Assert.True(changed);
+    }
+}

@@ -1,0 +1,64 @@
+using FastFiles.Http;
+using Microsoft.Extensions.Primitives;
+
+namespace FastFiles.Tests.Http;
+
+public sealed class EntityTagMatcherTests
+{
+    private const string ETag = "\"abc-12\"";
+
+    [Theory]
+    [InlineData("\"abc-12\"", true)]
+    [InlineData("\"other\", \"abc-12\"", true)]
+    [InlineData("\"other\",\"abc-12\"", true)]
+    [InlineData("  \"abc-12\"  ", true)]
+    [InlineData(",, \"abc-12\" ,", true)]
+    [InlineData("*", true)]
+    [InlineData("W/\"abc-12\"", false)]
+    [InlineData("\"ABC-12\"", false)]
+    [InlineData("\"abc-1\"", false)]
+    [InlineData("\"other\"", false)]
+    [InlineData("abc-12, \"abc-12\"", true)]
+    public void Strong_comparison(string header, bool expected)
+        => Assert.Equal(expected, EntityTagMatcher.AnyMatches(header, ETag, strong: true));
+
+    [Theory]
+    [InlineData("\"abc-12\"", true)]
+    [InlineData("W/\"abc-12\"", true)]
+    [InlineData("W/\"x\", W/\"abc-12\"", true)]
+    [InlineData("w/\"abc-12\"", null)]
+    [InlineData("W/\"abc-13\"", false)]
+    [InlineData("*", true)]
+    public void Weak_comparison(string header, bool? expected)
+        => Assert.Equal(expected, EntityTagMatcher.AnyMatches(header, ETag, strong: false));
+
+    [Theory]
+    [InlineData("abc-12")]
+    [InlineData("\"abc-12")]
+    [InlineData("W/")]
+    [InlineData(",,,")]
+    [InlineData("\"abc-12\"x")]
+    public void A_list_without_any_well_formed_member_is_ignored(string header)
+        => Assert.Null(EntityTagMatcher.AnyMatches(header, ETag, strong: false));
+
+    [Fact]
+    public void Several_field_lines_are_one_list()
+    {
+        Assert.True(EntityTagMatcher.AnyMatches(new StringValues(["\"x\"", "\"abc-12\""]), ETag, strong: true));
+        Assert.False(EntityTagMatcher.AnyMatches(new StringValues(["\"x\"", "\"y\""]), ETag, strong: true));
+    }
+
+    [Fact]
+    public void TryReadTag_reads_one_tag_and_leaves_the_rest()
+    {
+        ReadOnlySpan<char> input = "W/\"a,b\" , \"c\"";
+        Assert.True(EntityTagMatcher.TryReadTag(ref input, out ReadOnlySpan<char> tag, out bool weak));
+        Assert.True(weak);
+        Assert.Equal("\"a,b\"", tag.ToString());
+        Assert.Equal(", \"c\"", input.ToString());
+    }
+
+    [Fact]
+    public void Quoted_commas_do_not_split_a_tag()
+        => Assert.True(EntityTagMatcher.AnyMatches("\"a,b\"", "\"a,b\"", strong: true));
+}
