@@ -20,7 +20,7 @@ namespace FastFiles.Benchmarks;
 /// The "TLS side" is a <see cref="DrainedPipe"/>-shaped pipe (4 KiB blocks, 64 KiB pause threshold, inline
 /// schedulers) whose reader consumes and counts everything: there is no <c>SslStream</c> and no socket, so the
 /// suite measures only what the stage adds (the extra copy, the pipe bookkeeping, the thread-pool hop), never the
-/// encryption overlap it exists for. eng/benchmarks.sh pins the process to one CPU, so the drain loop and the
+/// encryption overlap it exists for. eng/bench-micro.sh pins the process to one CPU, so the drain loop and the
 /// writing code also take turns on that CPU instead of overlapping.
 /// </remarks>
 [MemoryDiagnoser]

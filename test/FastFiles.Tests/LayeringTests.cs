@@ -86,7 +86,7 @@ public sealed class LayeringTests
         Assert.Contains("FastFiles.Files.PhysicalFileSource", cache);
         Assert.Contains("FastFiles.Diagnostics.FastFilesMetrics", cache);
         // A static call inside an async method body (the state machine is nested in FileResponder).
-        Assert.Contains("FastFiles.Http.FileRequestEvaluator", assembly.ReferencedTypeNames("FastFiles.Responses.FileResponder"));
+        Assert.Contains("FastFiles.Http.FileResponsePlan", assembly.ReferencedTypeNames("FastFiles.Responses.FileResponder"));
         // A generic instantiation over one of our types, used only inside a method body.
         Assert.Contains("FastFiles.Diagnostics.ICacheGauges", assembly.ReferencedTypeNames("FastFiles.Diagnostics.FastFilesMetrics"));
     }

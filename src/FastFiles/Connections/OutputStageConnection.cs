@@ -2,7 +2,6 @@ using System.Buffers;
 using System.Diagnostics;
 using System.IO.Pipelines;
 using FastFiles.Diagnostics;
-using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Logging;
 
 namespace FastFiles.Connections;

@@ -1,6 +1,5 @@
 using System.IO.Pipelines;
 using FastFiles.Diagnostics;
-using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Connections;
 using Microsoft.AspNetCore.Server.Kestrel.Core.Features;
 

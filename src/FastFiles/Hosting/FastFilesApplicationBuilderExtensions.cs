@@ -1,7 +1,6 @@
 using FastFiles.Hosting;
 using FastFiles.SendFile;
 using FastFiles.StaticFiles;
-using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;

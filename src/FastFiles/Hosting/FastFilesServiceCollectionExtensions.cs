@@ -1,11 +1,13 @@
 using System.Diagnostics.Metrics;
 using FastFiles.Diagnostics;
 using FastFiles.Hosting;
+using FastFiles.Responses;
 using FastFiles.StaticFiles;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection.Extensions;
+using Microsoft.Extensions.Options;
 
 namespace Microsoft.Extensions.DependencyInjection;
 
@@ -64,6 +66,7 @@ public static class FastFilesServiceCollectionExtensions
     private static void AddCore(IServiceCollection services)
     {
         services.TryAddSingleton(sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IPostConfigureOptions<FastFilesOptions>, FastFilesOptionsSetup>());
         services.TryAddSingleton<FastFilesConfiguration.Registration>();
         // Takes the addresses Kestrel will bind, so URL endpoints can get FastFiles' connection parts.
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IStartupFilter, ServerAddressesStartupFilter>());

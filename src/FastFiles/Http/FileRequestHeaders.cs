@@ -24,6 +24,10 @@ internal readonly struct FileRequestHeaders
 
     public StringValues AcceptEncoding { get; init; }
 
+    /// <summary>Whether a condition compares entity tags (If-Match, If-None-Match, If-Range).</summary>
+    public bool HasEntityTagCondition
+        => !StringValues.IsNullOrEmpty(IfMatch) || !StringValues.IsNullOrEmpty(IfNoneMatch) || !StringValues.IsNullOrEmpty(IfRange);
+
     public static FileRequestHeaders From(IHeaderDictionary headers) => new()
     {
         IfMatch = headers.IfMatch,
@@ -34,4 +38,24 @@ internal readonly struct FileRequestHeaders
         Range = headers.Range,
         AcceptEncoding = headers.AcceptEncoding,
     };
+}
+
+/// <summary>
+/// A GET or HEAD as the file layers see it: the method, the header values and the connection's memo of parsed
+/// values, read once per request and handed to everything that answers it.
+/// </summary>
+internal readonly struct FileRequest(FileRequestHeaders headers, bool isGet, bool isHead, RequestHeaderCache? memo)
+{
+    public FileRequestHeaders Headers { get; } = headers;
+
+    public bool IsGet { get; } = isGet;
+
+    public bool IsHead { get; } = isHead;
+
+    /// <summary>The per-connection memo of parsed values; <see langword="null"/> when string reuse is off or there is none.</summary>
+    public RequestHeaderCache? Memo { get; } = memo;
+
+    /// <summary>Accept-Encoding, through the memo when there is one.</summary>
+    public AcceptEncoding AcceptEncoding()
+        => Memo is { } memo ? memo.AcceptEncoding(Headers.AcceptEncoding) : Http.AcceptEncoding.Parse(Headers.AcceptEncoding);
 }

@@ -19,6 +19,10 @@ internal sealed class RequestHeaderCache
     private Slot<bool>? _ifRange;
     private RangeSlot? _range;
 
+    /// <summary>Whether nothing has been memoized yet (tests: a connection whose requests must not use the memo).</summary>
+    public bool IsEmpty => _acceptEncoding is null && _ifModifiedSince is null && _ifUnmodifiedSince is null
+        && _ifNoneMatch is null && _ifRange is null && _range is null;
+
     public AcceptEncoding AcceptEncoding(StringValues values)
     {
         if (values.Count != 1)

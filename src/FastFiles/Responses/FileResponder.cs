@@ -1,15 +1,16 @@
-using System.Globalization;
+using System.Buffers;
+using System.IO.Pipelines;
 using FastFiles.Diagnostics;
 using FastFiles.Files;
 using FastFiles.Http;
 using FastFiles.IO;
-using System.Buffers;
-using System.IO.Pipelines;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Server.Kestrel.Core.Features;
+using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
-using Microsoft.Extensions.Primitives;
-using Microsoft.AspNetCore.Builder;
+using Microsoft.Extensions.Options;
+using Microsoft.Win32.SafeHandles;
 
 namespace FastFiles.Responses;
 
@@ -19,50 +20,62 @@ namespace FastFiles.Responses;
 /// </summary>
 internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bool reuseStrings = true)
 {
-    private const string AcceptRangesBytes = "bytes";
-
     // HTTP/2 and HTTP/3 cached bodies larger than this go out in write+flush chunks of this size, so the frame writer
     // starts on the first DATA frames while the rest is copied (measured 1.18x on one stream of 64 KiB:
     // benchmarks/results/h2-chunked-2026-11-21). 16 KiB is HTTP/2's default maximum frame size.
     private const int ChunkedWriteSize = 16 * 1024;
-    private const string VaryAcceptEncoding = "Accept-Encoding";
+
+    /// <summary>
+    /// The responder for an app: <see cref="FastFilesOptions"/> from <paramref name="services"/>, with
+    /// <see cref="FastFilesOptions.DisableStringReuse"/> settled by <see cref="FastFilesOptionsSetup"/>.
+    /// </summary>
+    public static FileResponder Create(IServiceProvider? services, FastFilesOptions? options, ILogger logger)
+    {
+        options ??= services?.GetService<IOptions<FastFilesOptions>>()?.Value ?? new FastFilesOptions();
+        return new FileResponder(options, logger, reuseStrings: !FastFilesOptionsSetup.DisablesStringReuse(options, services));
+    }
+
+    /// <summary>The request's method and header values, and the connection's memo unless string reuse is off: read once.</summary>
+    public FileRequest ReadRequest(HttpContext context)
+    {
+        string method = context.Request.Method;
+        bool isGet = HttpMethods.IsGet(method);
+        return new FileRequest(
+            FileRequestHeaders.From(context.Request.Headers),
+            isGet,
+            !isGet && HttpMethods.IsHead(method),
+            reuseStrings ? context.Features.Get<RequestHeaderCache>() : null);
+    }
 
     /// <summary>
     /// Sends the response. Returns <see langword="false"/> without touching the response when a body had to be read
     /// from disk and the file on disk is no longer <paramref name="file"/> (a cached version gone stale); the caller
     /// then refreshes its entry and tries again.
     /// </summary>
-    public async Task<bool> SendAsync(HttpContext context, FileVersion file, FileResponseSettings settings)
+    public Task<bool> SendAsync(HttpContext context, FileVersion file, FileResponseSettings settings)
+        => SendAsync(context, ReadRequest(context), file, settings);
+
+    /// <inheritdoc cref="SendAsync(HttpContext, FileVersion, FileResponseSettings)"/>
+    public async Task<bool> SendAsync(HttpContext context, FileRequest fileRequest, FileVersion file, FileResponseSettings settings)
     {
         HttpRequest request = context.Request;
         HttpResponse response = context.Response;
-        bool isGet = HttpMethods.IsGet(request.Method);
-        bool isHead = !isGet && HttpMethods.IsHead(request.Method);
 
         // A content-hash ETag still being computed: entity-tag conditions wait for it, so they are only ever compared
         // with the real tag; unconditional responses go out without an ETag meanwhile.
-        if (file.ContentHash is { ETag: null } pending && HasEntityTagCondition(request.Headers))
+        if (file.ContentHash is { ETag: null } pending && fileRequest.Headers.HasEntityTagCondition)
         {
             await pending.WhenReady();
         }
 
-        // The per-connection memo of parsed request headers, unless string reuse is off.
-        RequestHeaderCache? parsed = reuseStrings ? context.Features.Get<RequestHeaderCache>() : null;
-        FileRequestHeaders requestHeaders = FileRequestHeaders.From(request.Headers);
-        int status = FileRequestEvaluator.Evaluate(
-            requestHeaders, file, isGet, isHead, settings.EnableRangeProcessing, parsed, out long start, out long count, out ByteRange[]? ranges, options.MaxRanges);
-        MultipartByteRanges? multipart = ranges is null ? null : MultipartByteRanges.Create(ranges, file.Length, settings.ContentType);
-        if (multipart is not null)
-        {
-            count = multipart.ContentLength;
-        }
+        FileResponsePlan plan = FileResponsePlan.Create(fileRequest, file, settings, reuseStrings, options.MaxRanges);
 
         // A body from disk for a version without an open handle (a cached entry): lease the descriptor the cache keeps
         // open, or open the file now, before any header is set, and make sure it is still the version the headers
         // will describe (an in-place write keeps the descriptor but changes the stamp).
-        Microsoft.Win32.SafeHandles.SafeFileHandle? opened = null;
+        SafeFileHandle? opened = null;
         SharedFileHandle? leased = null;
-        if (!isHead && count > 0 && status is StatusCodes.Status200OK or StatusCodes.Status206PartialContent
+        if (plan.Body is ResponseBody.FileHandle or ResponseBody.Multipart
             && file.Content is null && file.Handle is null && file.PhysicalPath is not null)
         {
             if (file.SharedHandle?.TryAcquire() is { } shared)
@@ -90,64 +103,26 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         }
 
         using HandleLease lease = new(opened, leased);
-        Microsoft.Win32.SafeHandles.SafeFileHandle? owned = opened;
-        response.StatusCode = status;
-        IHeaderDictionary headers = response.Headers;
+        SafeFileHandle? owned = opened;
+        Apply(plan, response);
+        settings.OnPrepareResponse?.Invoke(new FastFileResponseContext(context, file.PhysicalPath, file.FileInfo, file.ContentEncoding));
+        int status = plan.StatusCode;
+        long start = plan.Start;
+        long count = plan.Count;
         switch (status)
         {
             case StatusCodes.Status412PreconditionFailed:
                 Log.PreconditionFailed(logger, settings.LogName);
-                Prepare(context, file, settings);
                 return true;
             case StatusCodes.Status416RangeNotSatisfiable:
-                // RFC 9110 15.5.17: say how long the representation is.
-                headers.ContentRange = string.Create(CultureInfo.InvariantCulture, $"bytes */{file.Length}");
                 Log.RangeNotSatisfiable(logger, settings.LogName);
-                Prepare(context, file, settings);
                 return true;
             case StatusCodes.Status304NotModified:
-                // RFC 9110 15.4.5: the validators and caching fields a 200 would have carried.
-                ApplyValidators(headers, file, settings);
                 Log.NotModified(logger, settings.LogName);
-                Prepare(context, file, settings);
                 return true;
         }
 
-        ApplyValidators(headers, file, settings);
-        if (multipart is not null)
-        {
-            // RFC 9110 14.6: the media type moves into each part.
-            headers.ContentType = multipart.ContentType;
-        }
-        else if (settings.ContentType is not null)
-        {
-            headers.ContentType = settings.ContentType;
-        }
-
-        if (settings.EnableRangeProcessing)
-        {
-            headers.AcceptRanges = AcceptRangesBytes;
-        }
-
-        if (file.ContentEncoding is not null)
-        {
-            headers.ContentEncoding = file.ContentEncoding;
-        }
-
-        if (settings.ContentDisposition is not null)
-        {
-            headers.ContentDisposition = settings.ContentDisposition;
-        }
-
-        if (multipart is null && status == StatusCodes.Status206PartialContent)
-        {
-            headers.ContentRange = string.Create(CultureInfo.InvariantCulture, $"bytes {start}-{start + count - 1}/{file.Length}");
-        }
-
-        response.ContentLength = count;
-        Prepare(context, file, settings);
-
-        if (isHead || count == 0)
+        if (plan.Body == ResponseBody.None)
         {
             Log.Served(logger, settings.LogName, status, 0);
             return true;
@@ -157,7 +132,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         CancellationToken aborted = context.RequestAborted;
         try
         {
-            if (file.Content is null)
+            if (plan.Body != ResponseBody.CachedBytes)
             {
                 // File bodies reach Kestrel through Advance + flush, which its HTTP/1.1 rate check does not count: size
                 // the check's grace for one copy batch. (A cached body is written once and flushed by Kestrel after the
@@ -167,11 +142,11 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
             // Start first: the headers and the first body bytes then leave in one write.
             await response.StartAsync(aborted);
-            if (multipart is not null)
+            if (plan.Multipart is { } multipart)
             {
                 result = await WriteMultipartAsync(response, file, owned ?? file.Handle, multipart, aborted);
             }
-            else if (file.Content is not null)
+            else if (plan.Body == ResponseBody.CachedBytes)
             {
                 // Cached bytes: one copy into the pipe, no file-system call. On HTTP/1.1 no flush of our own:
                 // Kestrel flushes when the request completes, so headers and body leave in one write, and skipping
@@ -179,7 +154,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                 // (measured in the allocation tests).
                 if (count > ChunkedWriteSize && (HttpProtocol.IsHttp2(request.Protocol) || HttpProtocol.IsHttp3(request.Protocol)))
                 {
-                    ReadOnlyMemory<byte> rest = file.Content.AsMemory((int)start, (int)count);
+                    ReadOnlyMemory<byte> rest = file.Content!.AsMemory((int)start, (int)count);
                     result = FileSendStatus.Completed;
                     while (!rest.IsEmpty)
                     {
@@ -195,11 +170,11 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                 }
                 else
                 {
-                    response.BodyWriter.Write(file.Content.AsSpan((int)start, (int)count));
+                    response.BodyWriter.Write(file.Content!.AsSpan((int)start, (int)count));
                     result = FileSendStatus.Completed;
                 }
             }
-            else if ((owned ?? file.Handle) is { } handle)
+            else if (plan.Body == ResponseBody.FileHandle && (owned ?? file.Handle) is { } handle)
             {
                 // The response ends when we return, so Kestrel's own final flush sends the tail.
                 result = await FileBody.WriteAsync(context.Features, handle, start, count, ReadSizePolicy.For(options, request.Protocol), options.SynchronousReadThreshold, aborted, flushAtEnd: false);
@@ -234,9 +209,11 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
     }
 
     // Each part's header block, then its bytes, then the closing delimiter. Parts are copied, never sent as zero-copy
-    // holes: a hole is one whole body.
+    // holes: a hole is one whole body. Each part from disk ends with a flush, so the pipe never holds more than a part's
+    // last batch (without it, four 64 KiB parts piled up unflushed and cost 97 KB of allocations per response:
+    // benchmarks/results/parity-2026-11-23/NOTE.md).
     private async ValueTask<FileSendStatus> WriteMultipartAsync(
-        HttpResponse response, FileVersion file, Microsoft.Win32.SafeHandles.SafeFileHandle? handle, MultipartByteRanges multipart, CancellationToken aborted)
+        HttpResponse response, FileVersion file, SafeFileHandle? handle, MultipartByteRanges multipart, CancellationToken aborted)
     {
         PipeWriter writer = response.BodyWriter;
         int bufferSize = ReadSizePolicy.For(options, response.HttpContext.Request.Protocol);
@@ -245,7 +222,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             writer.Write(part.Header);
             (long start, long count) = (part.Range.Start, part.Range.Count);
             FileSendStatus status = file.Content is not null ? Copy(writer, file.Content, start, count)
-                : handle is not null ? await FileBodyWriter.WriteAsync(writer, handle, start, count, bufferSize, options.SynchronousReadThreshold, aborted, flushAtEnd: false)
+                : handle is not null ? await FileBodyWriter.WriteAsync(writer, handle, start, count, bufferSize, options.SynchronousReadThreshold, aborted)
                 : await StreamBodyWriter.WriteAsync(writer, file.FileInfo!, start, count, bufferSize, aborted);
             if (status != FileSendStatus.Completed)
             {
@@ -266,35 +243,66 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         }
     }
 
-    private void ApplyValidators(IHeaderDictionary headers, FileVersion file, FileResponseSettings settings)
+    /// <summary>Sets the plan's status and headers on <paramref name="response"/>.</summary>
+    public static void Apply(in FileResponsePlan plan, HttpResponse response)
     {
-        // With string reuse on, these are the version's own strings, shared by every response to it.
-        if ((reuseStrings ? file.ETag : file.FreshETag()) is { } etag)
+        // The typed properties: Kestrel's header dictionary sets them without looking the name up.
+        response.StatusCode = plan.StatusCode;
+        IHeaderDictionary headers = response.Headers;
+        if (plan.ETag is not null)
         {
-            headers.ETag = etag;
+            headers.ETag = plan.ETag;
         }
 
-        headers.LastModified = reuseStrings ? file.LastModifiedHeader : file.FreshLastModifiedHeader();
-        if (settings.CacheControl is not null)
+        if (plan.LastModified is not null)
         {
-            headers.CacheControl = settings.CacheControl;
+            headers.LastModified = plan.LastModified;
         }
 
-        if (settings.VaryAcceptEncoding)
+        if (plan.CacheControl is not null)
         {
-            headers.Vary = VaryAcceptEncoding;
+            headers.CacheControl = plan.CacheControl;
+        }
+
+        if (plan.Vary is not null)
+        {
+            headers.Vary = plan.Vary;
+        }
+
+        if (plan.ContentType is not null)
+        {
+            headers.ContentType = plan.ContentType;
+        }
+
+        if (plan.AcceptRanges is not null)
+        {
+            headers.AcceptRanges = plan.AcceptRanges;
+        }
+
+        if (plan.ContentEncoding is not null)
+        {
+            headers.ContentEncoding = plan.ContentEncoding;
+        }
+
+        if (plan.ContentDisposition is not null)
+        {
+            headers.ContentDisposition = plan.ContentDisposition;
+        }
+
+        if (plan.ContentRange is not null)
+        {
+            headers.ContentRange = plan.ContentRange;
+        }
+
+        if (plan.ContentLength is { } length)
+        {
+            response.ContentLength = length;
         }
     }
 
-    private static bool HasEntityTagCondition(IHeaderDictionary headers)
-        => !StringValues.IsNullOrEmpty(headers.IfMatch) || !StringValues.IsNullOrEmpty(headers.IfNoneMatch) || !StringValues.IsNullOrEmpty(headers.IfRange);
-
-    private static void Prepare(HttpContext context, FileVersion file, FileResponseSettings settings)
-        => settings.OnPrepareResponse?.Invoke(new FastFileResponseContext(context, file.PhysicalPath, file.FileInfo, file.ContentEncoding));
-
     // Ends this response's use of a descriptor: a lease on the cache's shared one is released, one opened for this
     // response is closed. A struct, so the hot path allocates nothing for it.
-    private readonly struct HandleLease(Microsoft.Win32.SafeHandles.SafeFileHandle? handle, SharedFileHandle? shared) : IDisposable
+    private readonly struct HandleLease(SafeFileHandle? handle, SharedFileHandle? shared) : IDisposable
     {
         public void Dispose()
         {

@@ -2,14 +2,11 @@ using FastFiles.Diagnostics;
 using FastFiles.Files;
 using FastFiles.Http;
 using FastFiles.Responses;
-using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Mvc;
 using Microsoft.AspNetCore.StaticFiles;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
-using Microsoft.Extensions.Options;
 using Microsoft.Net.Http.Headers;
 
 namespace Microsoft.AspNetCore.Http;
@@ -100,7 +97,6 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
     {
         ArgumentNullException.ThrowIfNull(httpContext);
         IServiceProvider services = httpContext.RequestServices;
-        FastFilesOptions options = services?.GetService<IOptions<FastFilesOptions>>()?.Value ?? new FastFilesOptions();
         ILogger logger = services?.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Results") ?? NullLogger.Instance;
 
         FileVersion? file;
@@ -139,7 +135,7 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
                 ContentDisposition = disposition,
                 LogName = FileName,
             };
-            await new FileResponder(options, logger).SendAsync(httpContext, file, settings);
+            await FileResponder.Create(services, options: null, logger).SendAsync(httpContext, file, settings);
         }
     }
 

@@ -1,4 +1,3 @@
-using System.Diagnostics.Metrics;
 using FastFiles.Caching;
 using FastFiles.Diagnostics;
 using FastFiles.Files;
@@ -7,7 +6,6 @@ using FastFiles.Responses;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;
-using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.AspNetCore.StaticFiles;
@@ -33,7 +31,6 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     private readonly ILogger _logger;
     private readonly FileCache? _cache;
     private readonly string _requestPathValue;
-    private readonly bool _reuseStrings;
     private readonly FastFilesFingerprinter? _fingerprinter;
 
     public FastStaticFileMiddleware(
@@ -50,12 +47,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         _contentTypes = _options.ContentTypeProvider ?? new FileExtensionContentTypeProvider();
         _fingerprint = FingerprintMatcher.Create(_options.FingerprintPattern);
         FastFilesOptions fast = fastFilesOptions.Value;
-        // One Kestrel setting turns reuse off everywhere unless FastFiles is told otherwise.
-        bool disableReuse = fast.DisableStringReuse
-            ?? services.GetService<IOptions<KestrelServerOptions>>()?.Value.DisableStringReuse
-            ?? false;
-        _reuseStrings = !disableReuse;
-        _responder = new FileResponder(fast, _logger, _reuseStrings);
+        _responder = FileResponder.Create(services, fast, _logger);
         _requestPathValue = _options.RequestPath.Value ?? string.Empty;
 
         IFileProvider provider = _options.FileProvider ?? environment.WebRootFileProvider
@@ -142,7 +134,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         string? pathValue = context.Request.Path.Value;
         if (_cache is not null && pathValue is not null && _cache.TryGet(pathValue, out CachedFile? entry))
         {
-            return ServeCachedAsync(context, entry);
+            return ServeCachedAsync(context, _responder.ReadRequest(context), entry);
         }
 
         if (!context.Request.Path.StartsWithSegments(_options.RequestPath, StringComparison.OrdinalIgnoreCase, out PathString remaining))
@@ -158,10 +150,11 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         }
 
         // "/static" (the RequestPath itself) names the root directory without its trailing slash.
-        return ServeAsync(context, subpath, rootWithoutSlash: !remaining.HasValue && _options.RequestPath.HasValue);
+        return ServeAsync(context, _responder.ReadRequest(context), subpath, rootWithoutSlash: !remaining.HasValue && _options.RequestPath.HasValue);
     }
 
-    private async Task ServeCachedAsync(HttpContext context, CachedFile entry)
+    // The one place a stale cached version is retried.
+    private async Task ServeCachedAsync(HttpContext context, FileRequest request, CachedFile entry)
     {
         FileResponseSettings settings = entry.Settings;
         if (_fingerprinter is not null && context.Request.QueryString.HasValue
@@ -179,9 +172,9 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                 {
                     // A stale hash: never the new bytes as immutable under the old URL; send the client to the current
                     // one (RFC 9110 15.4.3), and let nobody cache the redirect for long.
-                    HttpRequest request = context.Request;
+                    HttpRequest httpRequest = context.Request;
                     context.Response.StatusCode = StatusCodes.Status302Found;
-                    context.Response.Headers.Location = request.PathBase + FastFilesFingerprinter.Append(request.Path.Value!, current);
+                    context.Response.Headers.Location = httpRequest.PathBase + FastFilesFingerprinter.Append(httpRequest.Path.Value!, current);
                     context.Response.Headers.CacheControl = "no-cache";
                     Log.StaleFingerprint(_logger, entry.Settings.LogName);
                     return;
@@ -193,10 +186,10 @@ internal sealed class FastStaticFileMiddleware : IDisposable
 
         FileVersion selected = entry.Available == ContentCodings.None
             ? entry.Identity
-            : entry.Select(ParseAcceptEncoding(context).Select(entry.Available));
+            : entry.Select(request.AcceptEncoding().Select(entry.Available));
         try
         {
-            if (await _responder.SendAsync(context, selected, settings))
+            if (await _responder.SendAsync(context, request, selected, settings))
             {
                 return;
             }
@@ -210,20 +203,13 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         // The file changed after the entry was validated and before its bytes were read: nothing has been
         // written yet, so drop the entry and answer from what is on disk now.
         _cache!.Remove(entry);
-        await ServeAsync(context, entry.Settings.LogName, useCache: false);
+        await ServeAsync(context, request, entry.Settings.LogName, useCache: false);
     }
 
     private static string? RequestedFingerprint(string? queryString)
     {
         ReadOnlySpan<char> requested = FastFilesFingerprinter.Requested(queryString);
         return requested.IsEmpty ? null : requested.ToString();
-    }
-
-    private AcceptEncoding ParseAcceptEncoding(HttpContext context)
-    {
-        StringValues values = context.Request.Headers.AcceptEncoding;
-        RequestHeaderCache? parsed = _reuseStrings ? context.Features.Get<RequestHeaderCache>() : null;
-        return parsed is not null ? parsed.AcceptEncoding(values) : AcceptEncoding.Parse(values);
     }
 
     private FileResponseSettings SettingsFor(string subpath, string? contentType) => new()
@@ -235,11 +221,11 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         LogName = subpath,
     };
 
-    private async Task ServeAsync(HttpContext context, string subpath, bool rootWithoutSlash = false, bool useCache = true)
+    private async Task ServeAsync(HttpContext context, FileRequest request, string subpath, bool rootWithoutSlash = false, bool useCache = true)
     {
         try
         {
-            await ServeCoreAsync(context, subpath, rootWithoutSlash, useCache);
+            await ServeCoreAsync(context, request, subpath, rootWithoutSlash, useCache);
         }
         catch (IOException ex) when (DescriptorExhaustion.Is(ex) && !context.Response.HasStarted)
         {
@@ -248,7 +234,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         }
     }
 
-    private async Task ServeCoreAsync(HttpContext context, string subpath, bool rootWithoutSlash, bool useCache)
+    private async Task ServeCoreAsync(HttpContext context, FileRequest request, string subpath, bool rootWithoutSlash, bool useCache)
     {
         // Entries are keyed by the exact request path, so only cache when the prefix matched with its own case.
         string? path = context.Request.Path.Value;
@@ -260,7 +246,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             CachedFile? built = _cache.Build(path, subpath, SettingsFor(subpath, cachedType), _options.EnablePrecompressedFiles);
             if (built is not null)
             {
-                await ServeCachedAsync(context, built);
+                await ServeCachedAsync(context, request, built);
                 return;
             }
         }
@@ -311,9 +297,9 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                     {
                         probe!.Dispose();
                         // RFC 9110 15.4.2; relative links in the page need the trailing slash.
-                        HttpRequest request = context.Request;
+                        HttpRequest httpRequest = context.Request;
                         context.Response.StatusCode = StatusCodes.Status301MovedPermanently;
-                        context.Response.Headers.Location = request.PathBase + request.Path + "/" + request.QueryString;
+                        context.Response.Headers.Location = httpRequest.PathBase + httpRequest.Path + "/" + httpRequest.QueryString;
                         return;
                     }
 
@@ -348,7 +334,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             selected = identity;
             if (available != ContentCodings.None)
             {
-                ContentCodings choice = ParseAcceptEncoding(context).Select(available);
+                ContentCodings choice = request.AcceptEncoding().Select(available);
                 if (choice != ContentCodings.None)
                 {
                     (_, string suffix, string token) = Sidecar.All[Sidecar.IndexOf(choice)];
@@ -373,7 +359,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             }
 
             FileResponseSettings settings = SettingsFor(subpath, contentType) with { VaryAcceptEncoding = available != ContentCodings.None };
-            await _responder.SendAsync(context, selected, settings);
+            await _responder.SendAsync(context, request, selected, settings);
         }
         finally
         {

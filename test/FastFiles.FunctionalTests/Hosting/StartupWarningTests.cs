@@ -9,14 +9,17 @@ using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
+using Microsoft.AspNetCore.Server.Kestrel.Transport.Sockets;
 using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Options;
 
 namespace FastFiles.FunctionalTests.Hosting;
 
 /// <summary>
 /// A FastFiles part either works where the app asked for it or says so once at startup, naming the endpoint and the
 /// reason: TLS-side connection parts on HTTPS endpoints bound from URLs, parts added before UseHttps,
-/// UseFastFiles next to MapStaticAssets; and configuration reaches UseFastFiles and the Kestrel-level toggles.
+/// UseFastFiles next to MapStaticAssets; and configuration reaches UseFastFiles and the Kestrel-level toggles. Also
+/// the tuned host profile's settings, as the running host sees them.
 /// </summary>
 public sealed class StartupWarningTests
 {
@@ -30,15 +33,7 @@ public sealed class StartupWarningTests
     {
         await using Started started = await StartAsync(
             ["--urls", "https://127.0.0.1:0"],
-            builder =>
-            {
-                builder.Services.AddFastFiles();
-                builder.WebHost.ConfigureKestrel(kestrel =>
-                {
-                    kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
-                    kestrel.UseFastFilesConnections();
-                });
-            });
+            UrlEndpoints(addFastFiles: true));
 
         Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
         Assert.True(started.Coalesced.Total >= 1, "the URL-bound HTTPS connection was not coalesced");
@@ -52,11 +47,7 @@ public sealed class StartupWarningTests
     {
         await using Started started = await StartAsync(
             ["--urls", "https://127.0.0.1:0"],
-            builder => builder.WebHost.ConfigureKestrel(kestrel =>
-            {
-                kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
-                kestrel.UseFastFilesConnections();
-            }));
+            UrlEndpoints(addFastFiles: false));
 
         Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
         Assert.Equal(0, started.Coalesced.Total);
@@ -69,21 +60,11 @@ public sealed class StartupWarningTests
     [Fact]
     public async Task Parts_added_before_UseHttps_are_named_in_a_warning()
     {
-        await using Started started = await StartAsync(
-            [],
-            builder =>
-            {
-                builder.Services.AddFastFiles();
-                builder.WebHost.ConfigureKestrel(kestrel =>
-                {
-                    kestrel.UseFastFilesConnections();
-                    kestrel.Listen(IPAddress.Loopback, 0, listen =>
-                    {
-                        listen.UseFastFilesConnections();
-                        listen.UseHttps(TestCertificate.Instance);
-                    });
-                });
-            });
+        await using Started started = await StartAsync([], CodeEndpoint(listen =>
+        {
+            listen.UseFastFilesConnections();
+            listen.UseHttps(TestCertificate.Instance);
+        }));
 
         LogCapture.Entry warning = Assert.Single(started.Logs.WithId(TlsPartsNotApplied));
         Assert.Contains(started.Address, warning.Message, StringComparison.Ordinal);
@@ -93,17 +74,7 @@ public sealed class StartupWarningTests
     [Fact]
     public async Task Code_endpoint_with_parts_after_UseHttps_gets_no_warning()
     {
-        await using Started started = await StartAsync(
-            [],
-            builder =>
-            {
-                builder.Services.AddFastFiles();
-                builder.WebHost.ConfigureKestrel(kestrel =>
-                {
-                    kestrel.UseFastFilesConnections();
-                    kestrel.Listen(IPAddress.Loopback, 0, listen => listen.UseHttps(TestCertificate.Instance).UseFastFilesConnections());
-                });
-            });
+        await using Started started = await StartAsync([], CodeEndpoint(listen => listen.UseHttps(TestCertificate.Instance).UseFastFilesConnections()));
 
         Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
         Assert.True(started.Coalesced.Total >= 1);
@@ -115,15 +86,7 @@ public sealed class StartupWarningTests
     {
         await using Started started = await StartAsync(
             ["--urls", "https://127.0.0.1:0", "--FastFiles:Kestrel:EnableTlsRecordCoalescing=false"],
-            builder =>
-            {
-                builder.Services.AddFastFiles();
-                builder.WebHost.ConfigureKestrel(kestrel =>
-                {
-                    kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
-                    kestrel.UseFastFilesConnections();
-                });
-            });
+            UrlEndpoints(addFastFiles: true));
 
         Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
         Assert.Equal(0, started.Coalesced.Total);
@@ -179,6 +142,55 @@ public sealed class StartupWarningTests
         Assert.Equal("public, max-age=77", response.Header("Cache-Control"));
     }
 
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task Tuned_profile_sets_the_socket_Kestrel_and_logging_settings(bool tuned)
+    {
+        // The output folder's appsettings.json (the sample's) quiets Microsoft.AspNetCore; hosting logs requests at Information.
+        await using Started started = await StartAsync(["--urls", "http://127.0.0.1:0", "--Logging:LogLevel:Microsoft.AspNetCore=Information"], builder =>
+        {
+            if (tuned)
+            {
+                builder.WebHost.UseFastFilesTunedProfile();
+            }
+        });
+
+        using HttpResponseMessage response = await started.Client.GetAsync(new Uri(started.Address));
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        Assert.Equal(!tuned, response.Headers.Contains("Server"));
+        SocketTransportOptions sockets = started.Services.GetRequiredService<IOptions<SocketTransportOptions>>().Value;
+        Assert.Equal(tuned, sockets.UnsafePreferInlineScheduling);
+        Assert.Equal(!tuned, sockets.WaitForDataBeforeAllocatingBuffer);
+        // Hosting logs "Request starting/finished" at Information unless the profile turned its category off.
+        Assert.Equal(!tuned, started.Logs.Entries.Any(e => e.Category == "Microsoft.AspNetCore.Hosting.Diagnostics"));
+    }
+
+    // Endpoints from --urls, with the test certificate as Kestrel's default (what UseHttps() without arguments uses).
+    private static Action<WebApplicationBuilder> UrlEndpoints(bool addFastFiles) => builder =>
+    {
+        if (addFastFiles)
+        {
+            builder.Services.AddFastFiles();
+        }
+
+        builder.WebHost.ConfigureKestrel(kestrel =>
+        {
+            kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
+            kestrel.UseFastFilesConnections();
+        });
+    };
+
+    private static Action<WebApplicationBuilder> CodeEndpoint(Action<ListenOptions> configure) => builder =>
+    {
+        builder.Services.AddFastFiles();
+        builder.WebHost.ConfigureKestrel(kestrel =>
+        {
+            kestrel.UseFastFilesConnections();
+            kestrel.Listen(IPAddress.Loopback, 0, configure);
+        });
+    };
+
     private static string WriteAssets(TestFiles files)
     {
         files.Write("wwwroot/css/site.css", Encoding.UTF8.GetBytes("body { margin: 0; }"));
@@ -218,6 +230,8 @@ public sealed class StartupWarningTests
     private sealed class Started(WebApplication app, LogCapture logs, InstrumentRecorder coalesced) : IAsyncDisposable
     {
         public LogCapture Logs { get; } = logs;
+
+        public IServiceProvider Services => app.Services;
 
         public InstrumentRecorder Coalesced { get; } = coalesced;
 

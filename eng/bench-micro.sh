@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # BenchmarkDotNet micro suites (benchmarks/FastFiles.Benchmarks), run in-process on the host .NET runtime.
-#   eng/benchmarks.sh                 all suites, full BenchmarkDotNet jobs (long)
-#   eng/benchmarks.sh --quick         all suites, 3 warm-up + 3 measured iterations
-#   eng/benchmarks.sh --dry           CI: every case once, proves the suites run (numbers meaningless)
-#   eng/benchmarks.sh --filter '*Header*'   any other argument goes to BenchmarkDotNet
+#   eng/bench-micro.sh                 all suites, full BenchmarkDotNet jobs (long)
+#   eng/bench-micro.sh --quick         all suites, 3 warm-up + 3 measured iterations
+#   eng/bench-micro.sh --dry           CI: every case once, proves the suites run (numbers meaningless)
+#   eng/bench-micro.sh --filter '*Header*'   any other argument goes to BenchmarkDotNet
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dotnet build benchmarks/FastFiles.Benchmarks/FastFiles.Benchmarks.csproj -c Release -nologo -v q -clp:ErrorsOnly
