@@ -141,6 +141,21 @@ internal static class BenchModes
             Listen = listen => listen.UseFastFilesConnections(),
         },
 
+        // Issue 11: fastfiles-coalesce plus the zero-copy send path on the plaintext endpoint (file bodies of 16 KiB and
+        // more sent with sendfile(2); TLS and h2c responses are copied as before).
+        ["zerocopy"] = new(
+            "UseFastFiles with the connection-level defaults and the zero-copy send path (sendfile) on plaintext HTTP/1.1",
+            services => services.AddFastFiles(),
+            (app, root) => app.UseFastFiles(FastOptions(root)))
+        {
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(),
+            Listen = listen =>
+            {
+                listen.UseZeroCopySendFile();
+                listen.UseFastFilesConnections();
+            },
+        },
+
         // The open-file cache's twin: fastfiles-coalesce (today's defaults) with large files opened and closed per request.
         ["fastfiles-noopenfiles"] = new(
             "fastfiles-coalesce with the open-file cache off (MaxOpenFiles = 0)",

@@ -46,7 +46,7 @@ CLIENT_CPU = "1"
 
 # .NET configurations are BenchHost --mode names; adding a mode there and its name here is all it takes.
 DOTNET_MODES = ["stock", "sendfile", "fastfiles", "fastfiles-coalesce", "fastfiles-stage", "fastfiles-nostage", "fastfiles-nocache",
-                "staticassets", "staticassets-fast", "fastfiles-noopenfiles"]
+                "staticassets", "staticassets-fast", "fastfiles-noopenfiles", "zerocopy"]
 PEERS = ["nginx", "caddy"]
 # Runtime settings that only an environment variable can make (read before Main runs), per BenchHost mode.
 MODE_ENVIRONMENT = {"fastfiles-tuned-inlinecompletions": {"DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS": "1"}}
@@ -54,7 +54,10 @@ REQUIRED_TOOLS = {"wrk": "wrk", "h2load": "nghttp2-client", "nginx": "nginx", "c
 
 KIB = 1024
 MIB = 1024 * 1024
-SINGLE_FILES = {"f1k.bin": KIB, "f4k.bin": 4 * KIB, "f64k.bin": 64 * KIB, "f256k.bin": 256 * KIB, "f1m.bin": MIB, "f100m.bin": 100 * MIB}
+GIB = 1024 * MIB
+SINGLE_FILES = {"f1k.bin": KIB, "f4k.bin": 4 * KIB, "f64k.bin": 64 * KIB, "f256k.bin": 256 * KIB, "f1m.bin": MIB, "f100m.bin": 100 * MIB, "f1g.bin": GIB}
+# Written only when a selected workload asks for them.
+HUGE_FILES = ("f100m.bin", "f1g.bin")
 # 20 files spread evenly over 1..85 KiB: a page's worth of scripts, styles and images.
 MIXED_FILES = {f"mixed/m{i:02d}.bin": round((1 + i * 84 / 19) * KIB) for i in range(20)}
 
@@ -73,6 +76,8 @@ class Workload:
     # Request headers a browser sends for a stylesheet; "revalidate" adds If-Modified-Since (now), so every
     # server answers 304 without needing its own ETag.
     browser: bool = False
+    # Extra request headers (e.g. a multi-range Range), sent by wrk and h2load alike.
+    headers: tuple[str, ...] = ()
     revalidate: bool = False
     # wrk over TLS (HTTP/1.1 via ALPN), to show the HTTP/2 TLS stage leaves it alone.
     tls: bool = False
@@ -98,6 +103,8 @@ BROWSER_HEADERS = [
 ]
 
 
+MULTI_RANGE = "Range: bytes=0-65535,262144-327679,524288-589823,786432-851967"
+
 WORKLOADS = [
     Workload("h1-1k", "http1", "HTTP/1.1 keep-alive, 1 KiB", "wrk", "f1k.bin", connections=32),
     Workload("h1-1k-browser", "http1", "HTTP/1.1 keep-alive, 1 KiB, browser headers", "wrk", "f1k.bin", connections=32, browser=True),
@@ -108,11 +115,24 @@ WORKLOADS = [
     Workload("h1-256k", "http1", "HTTP/1.1 keep-alive, 256 KiB", "wrk", "f256k.bin", connections=32),
     Workload("h1-1m", "http1", "HTTP/1.1 keep-alive, 1 MiB", "wrk", "f1m.bin", connections=16),
     Workload("h1-100m", "http1", "HTTP/1.1 keep-alive, 100 MiB", "wrk", "f100m.bin", connections=4, ratio_metric="mbps"),
+    # Issue 11 (zero-copy sendfile): large bodies at 32 and 256 connections; throughput and server CPU per GiB sent.
+    Workload("h1-64k-c256", "http1", "HTTP/1.1 keep-alive, 64 KiB, 256 connections", "wrk", "f64k.bin", connections=256),
+    Workload("h1-1m-c32", "http1", "HTTP/1.1 keep-alive, 1 MiB, 32 connections", "wrk", "f1m.bin", connections=32, ratio_metric="mbps"),
+    Workload("h1-1m-c256", "http1", "HTTP/1.1 keep-alive, 1 MiB, 256 connections", "wrk", "f1m.bin", connections=256, ratio_metric="mbps"),
+    Workload("h1-100m-c32", "http1", "HTTP/1.1 keep-alive, 100 MiB, 32 connections", "wrk", "f100m.bin", connections=32, ratio_metric="mbps"),
+    Workload("h1-100m-c256", "http1", "HTTP/1.1 keep-alive, 100 MiB, 256 connections", "wrk", "f100m.bin", connections=256, ratio_metric="mbps"),
+    Workload("h1-1g-c32", "http1", "HTTP/1.1 keep-alive, 1 GiB, 32 connections", "wrk", "f1g.bin", connections=32, ratio_metric="mbps"),
+    Workload("h1-1g-c256", "http1", "HTTP/1.1 keep-alive, 1 GiB, 256 connections", "wrk", "f1g.bin", connections=256, ratio_metric="mbps"),
     Workload("h1tls-1k", "http1", "HTTP/1.1 over TLS keep-alive, 1 KiB", "wrk", "f1k.bin", connections=32, tls=True),
     Workload("h1tls-64k", "http1", "HTTP/1.1 over TLS keep-alive, 64 KiB", "wrk", "f64k.bin", connections=32, tls=True),
     Workload("h2-1x70-1k", "h2", "HTTP/2 TLS, 1 conn x 70 streams, 1 KiB", "h2load", "f1k.bin", 1, 70),
     Workload("h2-1x70-64k", "h2", "HTTP/2 TLS, 1 conn x 70 streams, 64 KiB", "h2load", "f64k.bin", 1, 70),
     Workload("h2-1x16-1m", "h2", "HTTP/2 TLS, 1 conn x 16 streams, 1 MiB", "h2load", "f1m.bin", 1, 16, ratio_metric="mbps"),
+    # Four 64 KiB ranges of a 1 MiB file: a 206 multipart/byteranges body of about 256 KiB from every server.
+    Workload("h1-1m-ranges4", "http1", "HTTP/1.1 keep-alive, 1 MiB, 4 ranges (multipart/byteranges)", "wrk", "f1m.bin", connections=16,
+             headers=(MULTI_RANGE,)),
+    Workload("h2-1x16-1m-ranges4", "h2", "HTTP/2 TLS, 1 conn x 16 streams, 1 MiB, 4 ranges (multipart/byteranges)", "h2load", "f1m.bin", 1, 16,
+             ratio_metric="mbps", headers=(MULTI_RANGE,)),
     Workload("h2-1x1-1k", "h2", "HTTP/2 TLS, 1 conn x 1 stream, 1 KiB", "h2load", "f1k.bin", 1, 1),
     Workload("h2-1x1-64k", "h2", "HTTP/2 TLS, 1 conn x 1 stream, 64 KiB", "h2load", "f64k.bin", 1, 1),
     Workload("h2-16x100-mixed", "h2", "HTTP/2 TLS, 16 conns x 100 streams, 20 files of 1-85 KiB", "h2load", None, 16, 100),
@@ -221,12 +241,13 @@ def build_host(skip: bool) -> None:
     subprocess.run(["dotnet", "build", str(HOST_PROJECT), "-c", "Release", "-nologo", "-v", "q", "-clp:ErrorsOnly"], check=True)
 
 
-def make_files(root: Path, include_huge: bool) -> dict[str, str]:
-    """Random (incompressible) files; returns relative path -> sha256."""
+def make_files(root: Path, huge: set[str]) -> dict[str, str]:
+    """Random (incompressible) files; returns relative path -> sha256. Of HUGE_FILES only those in huge are written."""
     hashes = {}
     files = dict(SINGLE_FILES, **MIXED_FILES)
-    if not include_huge:
-        files.pop("f100m.bin")
+    for name in HUGE_FILES:
+        if name not in huge:
+            files.pop(name)
     for rel, size in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -406,6 +427,8 @@ def load_command(workload: Workload, server: Server, duration: int, work: Path) 
         if not script.exists():
             script.write_text(WRK_SCRIPT)
         headers: list[str] = []
+        for header in workload.headers:
+            headers += ["-H", header]
         if workload.browser:
             for header in BROWSER_HEADERS:
                 headers += ["-H", header]
@@ -415,6 +438,8 @@ def load_command(workload: Workload, server: Server, duration: int, work: Path) 
                       "-s", str(script)] + headers + [server.url(workload.path, tls=workload.tls)]
     # The h2load warm-up lets all connections finish their handshakes before the measured window opens.
     argv = pin + ["h2load", "-t1", f"-c{workload.connections}", f"-m{workload.streams}", "-D", str(duration), "--warm-up-time=1"]
+    for header in workload.headers:
+        argv += ["-H", header]
     if workload.window_bits is not None:
         argv += [f"--window-bits={workload.window_bits}", f"--connection-window-bits={workload.window_bits}"]
     if workload.h2c:
@@ -440,7 +465,7 @@ def parse_wrk(text: str) -> dict:
     seconds = s["duration_us"] / 1e6
     errors = s["connect"] + s["read"] + s["write"] + s["status"] + s["timeout"]
     return {"requests": s["requests"], "rps": s["requests"] / seconds, "mbps": s["bytes"] / seconds / 1e6,
-            "errors": errors, "p50_ms": s["p50_us"] / 1000, "p99_ms": s["p99_us"] / 1000}
+            "bytes": s["bytes"], "errors": errors, "p50_ms": s["p50_us"] / 1000, "p99_ms": s["p99_us"] / 1000}
 
 
 def parse_h2load(text: str) -> dict:
@@ -458,11 +483,42 @@ def parse_h2load(text: str) -> dict:
             "cipher": cipher.group(1) if cipher else None, "protocol": proto.group(1) if proto else None}
 
 
+def cpu_seconds(server: Server) -> float | None:
+    """utime + stime of the server process and all its descendants (nginx's worker), from /proc/PID/stat."""
+    if server.proc is None:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the command name (which may contain spaces): state ppid ... utime(14) stime(15).
+        fields = stat[stat.rindex(")") + 2:].split()
+        parents[int(entry.name)] = int(fields[1])
+        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
+    tree = {server.proc.pid}
+    grew = True
+    while grew:
+        grew = False
+        for pid, ppid in parents.items():
+            if ppid in tree and pid not in tree:
+                tree.add(pid)
+                grew = True
+    return sum(times.get(pid, 0.0) for pid in tree)
+
+
 def measure(workload: Workload, server: Server, duration: int, work: Path, raw: Path, tag: str) -> dict:
     reset_peak_rss(server)
     before = server_stats(server)
+    cpu_before = cpu_seconds(server)
     argv = load_command(workload, server, duration, work)
     result = run(argv, timeout=duration + 60, check=False)
+    cpu_after = cpu_seconds(server)
     after = server_stats(server)
     (raw / f"{tag}.txt").write_text(shlex.join(argv) + "\n\n" + result.stdout + result.stderr)
     try:
@@ -470,6 +526,9 @@ def measure(workload: Workload, server: Server, duration: int, work: Path, raw: 
     except ValueError:
         log(f"  {server.name}: could not parse {workload.tool} output (rc={result.returncode}); see {raw / (tag + '.txt')}")
         row = {"requests": 0, "rps": 0.0, "mbps": 0.0, "errors": 1, "unparsed": True}
+    if cpu_before is not None and cpu_after is not None and row.get("bytes"):
+        # Server CPU seconds (user + system, all threads and worker processes) per GiB the client received.
+        row["cpu_s_per_gib"] = (cpu_after - cpu_before) / (row["bytes"] / GIB)
     if before and after:
         served = after["requests"] - before["requests"]
         row["served"] = served
@@ -515,6 +574,7 @@ def summarize(results: dict, workloads: list[Workload], configs: list[str]) -> d
                 "mbps": median([r["mbps"] for r in runs]),
                 "alloc_per_req": median([r.get("alloc_per_req") for r in runs]),
                 "peak_ws": median([r.get("peak_ws") for r in runs]),
+                "cpu_s_per_gib": median([r.get("cpu_s_per_gib") for r in runs]),
                 "errors": sum(r["errors"] for r in runs),
                 "rounds": len(runs),
             }
@@ -523,6 +583,8 @@ def summarize(results: dict, workloads: list[Workload], configs: list[str]) -> d
             for ref in ("stock", "nginx"):
                 base = rows.get(ref, {}).get(w.ratio_metric)
                 rows[c][f"x_{ref}"] = metric / base if metric and base else None
+                cpu, cpu_base = rows[c]["cpu_s_per_gib"], rows.get(ref, {}).get("cpu_s_per_gib")
+                rows[c][f"cpu_x_{ref}"] = cpu / cpu_base if cpu and cpu_base else None
         summary[w.name] = rows
     return summary
 
@@ -536,11 +598,12 @@ def write_tables(out: Path, summary: dict, workloads: list[Workload], configs: l
         for w in [w for w in workloads if w.group == group]:
             metric = "req/s" if w.ratio_metric == "rps" else "MB/s"
             lines += [f"## {w.title}", "", f"Ratios compare median {metric}.", "",
-                      "| Configuration | req/s | MB/s | x stock | x nginx | alloc/req | peak working set | errors |",
-                      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+                      "| Configuration | req/s | MB/s | x stock | x nginx | CPU s/GiB | CPU x nginx | alloc/req | peak working set | errors |",
+                      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
             for c in configs:
                 r = summary[w.name][c]
                 lines.append(f"| {c} | {fmt(r['rps'])} | {fmt(r['mbps'], 1)} | {fmt(r['x_stock'], 2)} | {fmt(r['x_nginx'], 2)} | "
+                             f"{fmt(r['cpu_s_per_gib'], 2)} | {fmt(r['cpu_x_nginx'], 2)} | "
                              f"{fmt_bytes(r['alloc_per_req'])} | {fmt_bytes(r['peak_ws'])} | {r['errors']} |")
             lines.append("")
         (out / filename).write_text("\n".join(lines))
@@ -709,9 +772,9 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     files = work / "files"
-    needs_huge = any(w.path == "f100m.bin" for w in workloads)
+    huge = {w.path for w in workloads if w.path in HUGE_FILES}
     log(f"writing test files to {files}")
-    hashes = make_files(files, include_huge=needs_huge)
+    hashes = make_files(files, huge)
     cert, key = make_certificate(work)
 
     # Three ports per server from --base-port: HTTP/1.1, TLS (HTTP/1.1 and h2), h2c.

@@ -107,6 +107,13 @@ internal static class ConnectionPartsCoverage
         }
 
         IServiceProvider services = options.ApplicationServices;
+        services.GetService<IHostApplicationLifetime>()?.ApplicationStarted.Register(() => Check(services, state));
+        if (!FastFilesConfiguration.IsRegistered(services))
+        {
+            // No startup filter, so no addresses: leave Kestrel's single endpoint-defaults slot to the app.
+            return;
+        }
+
         options.ConfigureEndpointDefaults(listen =>
         {
             // Code endpoints run this callback while Kestrel is configured, before the addresses are known (their own
@@ -130,8 +137,6 @@ internal static class ConnectionPartsCoverage
                 applyParts(listen, false);
             }
         });
-
-        services.GetService<IHostApplicationLifetime>()?.ApplicationStarted.Register(() => Check(services, state));
     }
 
     // After the server has bound: every HTTPS address Kestrel listens on either got the parts or is named here.

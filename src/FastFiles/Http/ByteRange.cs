@@ -26,14 +26,11 @@ internal static class ByteRangeParser
     {
         start = 0;
         count = 0;
-        header = header.Trim(" \t");
-        // The unit is case-insensitive (RFC 9110 14.1).
-        if (header.Length < 6 || !header[..6].Equals("bytes=", StringComparison.OrdinalIgnoreCase))
+        if (!TryGetByteRangeSet(header, out ReadOnlySpan<char> spec))
         {
             return RangeKind.None;
         }
 
-        ReadOnlySpan<char> spec = header[6..];
         int comma = spec.IndexOf(',');
         if (comma >= 0)
         {
@@ -49,6 +46,15 @@ internal static class ByteRangeParser
         }
 
         return ParseSpec(spec.Trim(" \t"), length, out start, out count);
+    }
+
+    /// <summary>The range-specs after <c>bytes=</c> (the unit is case-insensitive, RFC 9110 14.1); false for other units.</summary>
+    internal static bool TryGetByteRangeSet(ReadOnlySpan<char> header, out ReadOnlySpan<char> set)
+    {
+        header = header.Trim(" \t");
+        bool bytes = header.Length >= 6 && header[..6].Equals("bytes=", StringComparison.OrdinalIgnoreCase);
+        set = bytes ? header[6..] : default;
+        return bytes;
     }
 
     /// <summary>

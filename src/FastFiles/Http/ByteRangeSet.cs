@@ -26,13 +26,11 @@ internal static class ByteRangeSet
         ranges = null;
         start = 0;
         count = 0;
-        header = header.Trim(" \t");
-        if (header.Length < 6 || !header[..6].Equals("bytes=", StringComparison.OrdinalIgnoreCase))
+        if (!ByteRangeParser.TryGetByteRangeSet(header, out ReadOnlySpan<char> rest))
         {
             return RangeKind.None;
         }
 
-        ReadOnlySpan<char> rest = header[6..];
         var satisfiable = new List<ByteRange>();
         int members = 0;
         long requested = 0;

@@ -209,7 +209,9 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
     }
 
     // Each part's header block, then its bytes, then the closing delimiter. Parts are copied, never sent as zero-copy
-    // holes: a hole is one whole body.
+    // holes: a hole is one whole body. Each part from disk ends with a flush, so the pipe never holds more than a part's
+    // last batch (without it, four 64 KiB parts piled up unflushed and cost 97 KB of allocations per response:
+    // benchmarks/results/parity-2026-11-23/NOTE.md).
     private async ValueTask<FileSendStatus> WriteMultipartAsync(
         HttpResponse response, FileVersion file, SafeFileHandle? handle, MultipartByteRanges multipart, CancellationToken aborted)
     {
@@ -220,7 +222,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             writer.Write(part.Header);
             (long start, long count) = (part.Range.Start, part.Range.Count);
             FileSendStatus status = file.Content is not null ? Copy(writer, file.Content, start, count)
-                : handle is not null ? await FileBodyWriter.WriteAsync(writer, handle, start, count, bufferSize, options.SynchronousReadThreshold, aborted, flushAtEnd: false)
+                : handle is not null ? await FileBodyWriter.WriteAsync(writer, handle, start, count, bufferSize, options.SynchronousReadThreshold, aborted)
                 : await StreamBodyWriter.WriteAsync(writer, file.FileInfo!, start, count, bufferSize, aborted);
             if (status != FileSendStatus.Completed)
             {

@@ -9,6 +9,7 @@ using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Http.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.FileProviders;
 using Microsoft.Extensions.Logging;
@@ -324,7 +325,8 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         // Every response ends (the server notices each reset), its file is closed and its blocks are back in the pool.
         Assert.Equal(0, await OpenFileDescriptors.WaitForNoneUnderAsync(_f.Files.Root, TimeSpan.FromSeconds(30)));
         Assert.Equal(0, await WaitForAsync(() => BlockPool.Outstanding, 0));
-        Assert.Empty(_f.Logs.AtLeast(LogLevel.Error));
+        string[] errors = _f.Logs.AtLeast(LogLevel.Error).ToArray();
+        Assert.True(errors.Length == 0, string.Join("\n", errors));
 
         // The server still serves.
         RawResponse after = await RawHttp.SendAsync(_f.Host.Http, "/fast/f65537.txt");
@@ -425,6 +427,24 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
     }
 
     [Fact]
+    public async Task A_minimum_rate_that_allows_more_than_a_timer_can_wait_does_not_break_the_send()
+    {
+        // 16 MiB at 1 B/s is 194 days, past the longest timer (24.8 days); a slow reader makes the send wait.
+        await using RateHost rate = await RateHost.StartAsync(16 * 1024 * 1024, bytesPerSecond: 1);
+        using Socket socket = await RawHttp.ConnectAsync(rate.Host.Http, receiveBufferSize: 64 * 1024);
+        using var stream = new NetworkStream(socket, ownsSocket: false);
+        var reader = new HttpConnectionReader(stream);
+        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /big.txt HTTP/1.1\r\nHost: {rate.Host.Http.Authority}\r\n\r\n"));
+        await WaitForAsync(() => socket.Available, 1);
+        await Task.Delay(100);
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        var response = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
+        Assert.Equal(200, response.Status);
+        Assert.True(rate.Content.AsSpan().SequenceEqual(response.Body));
+        Assert.Empty(rate.Logs.AtLeast(LogLevel.Error));
+    }
+
+    [Fact]
     public async Task A_client_that_stops_reading_a_sendfile_body_is_cut_off_by_the_minimum_data_rate()
     {
         await using RateHost rate = await RateHost.StartAsync(32 * 1024 * 1024, bytesPerSecond: 4 * 1024 * 1024);
@@ -449,6 +469,8 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
     {
         public TestFiles Files { get; } = new();
 
+        public LogRecorder Logs { get; } = new();
+
         public byte[] Content { get; private set; } = [];
 
         public TestHost Host { get; private set; } = null!;
@@ -459,6 +481,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
             rate.Content = rate.Files.Create("big.txt", length);
             rate.Host = await TestHost.StartAsync(
                 app => app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(rate.Files.Root) }),
+                services => services.AddSingleton<ILoggerProvider>(rate.Logs),
                 configureKestrel: k => k.Limits.MinResponseDataRate = new MinDataRate(bytesPerSecond, gracePeriod: TimeSpan.FromSeconds(2)));
             return rate;
         }
@@ -467,6 +490,44 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         {
             await Host.DisposeAsync();
             Files.Dispose();
+        }
+    }
+
+    [Fact]
+    public async Task A_plaintext_endpoint_from_configuration_gets_the_send_path()
+    {
+        var files = new TestFiles();
+        byte[] content = files.Create("page.txt", 100_000);
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
+        {
+            Args = ["--hostBuilder:reloadConfigOnChange=false"],
+            EnvironmentName = "Production",
+            ContentRootPath = AppContext.BaseDirectory,
+        });
+        builder.Logging.ClearProviders();
+        builder.Configuration.AddInMemoryCollection(new Dictionary<string, string?>
+        {
+            ["Kestrel:Endpoints:Plain:Url"] = "http://127.0.0.1:0",
+            ["Kestrel:Endpoints:Plain:Protocols"] = "Http1",
+        });
+        builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections(o => o.EnableZeroCopySendFile = true));
+        builder.Services.AddFastFiles(o => o.EnableFileCache = false);
+        await using WebApplication app = builder.Build();
+        app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(files.Root) });
+        await app.StartAsync();
+        try
+        {
+            using var sendfile = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
+            var address = new Uri(app.Services.GetRequiredService<Microsoft.AspNetCore.Hosting.Server.IServer>().Features
+                .Get<Microsoft.AspNetCore.Hosting.Server.Features.IServerAddressesFeature>()!.Addresses.Single());
+            RawResponse response = await RawHttp.SendAsync(address, "/page.txt");
+            Assert.Equal(content, response.Body);
+            Assert.Equal(content.Length, await WaitForAsync(() => sendfile.Total, content.Length));
+        }
+        finally
+        {
+            await app.StopAsync();
+            files.Dispose();
         }
     }
 

@@ -97,16 +97,8 @@ public sealed class FastPhysicalFileResultTests(FastPhysicalFileResultTests.Fixt
         using HttpResponseMessage multi = await _f.Host.SendAsync(transport, path, r => r.Headers.TryAddWithoutValidation("Range", "bytes=0-1,3-4"));
         Assert.Equal(HttpStatusCode.PartialContent, multi.StatusCode);
         string boundary = multi.Content.Headers.ContentType!.Parameters.Single(p => p.Name == "boundary").Value!;
-        var reader = new Microsoft.AspNetCore.WebUtilities.MultipartReader(boundary, await multi.Content.ReadAsStreamAsync());
-        var parts = new List<byte[]>();
-        while (await reader.ReadNextSectionAsync() is { } section)
-        {
-            var bytes = new MemoryStream();
-            await section.Body.CopyToAsync(bytes);
-            parts.Add(bytes.ToArray());
-        }
-
-        Assert.Equal([_f.Content[..2], _f.Content[3..5]], parts);
+        List<MultipartPart> parts = await MultipartPart.ReadAsync(boundary, await multi.Content.ReadAsStreamAsync());
+        Assert.Equal([_f.Content[..2], _f.Content[3..5]], parts.Select(p => p.Body));
     }
 
     [Fact]

@@ -6,7 +6,6 @@ using System.Net.Http.Headers;
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.AspNetCore.WebUtilities;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.FileProviders;
 
@@ -96,7 +95,7 @@ public sealed class MultiRangeTests(MultiRangeTests.Fixture fixture) : IClassFix
         using HttpResponseMessage response = await _f.Host.SendAsync(transport, "/" + file, r => r.Headers.TryAddWithoutValidation("Range", range));
         Assert.Equal(HttpStatusCode.PartialContent, response.StatusCode);
         List<(long Start, long End)> expected = ExpectedParts(range, content.Length);
-        List<Part> parts = await ReadMultipartAsync(response);
+        List<MultipartPart> parts = await ReadMultipartAsync(response);
         Assert.Equal(expected.Count, parts.Count);
         for (int i = 0; i < parts.Count; i++)
         {
@@ -121,7 +120,7 @@ public sealed class MultiRangeTests(MultiRangeTests.Fixture fixture) : IClassFix
         Assert.Equal(HttpStatusCode.PartialContent, response.StatusCode);
         Assert.Equal("br", response.Content.Headers.ContentEncoding.Single());
         Assert.Equal("Accept-Encoding", response.Header("Vary"));
-        List<Part> parts = await ReadMultipartAsync(response);
+        List<MultipartPart> parts = await ReadMultipartAsync(response);
         Assert.Equal(2, parts.Count);
         Assert.Equal($"bytes 0-9/{_f.JsBrotli.Length}", parts[0].ContentRange);
         Assert.Equal($"bytes 100-199/{_f.JsBrotli.Length}", parts[1].ContentRange);
@@ -180,7 +179,7 @@ public sealed class MultiRangeTests(MultiRangeTests.Fixture fixture) : IClassFix
     public async Task Ranges_coalesced_in_part_are_sent_in_ascending_order()
     {
         using HttpResponseMessage response = await _f.Host.SendAsync(Transport.H2c, "/small.bin", r => r.Headers.TryAddWithoutValidation("Range", "bytes=100-109,0-9,105-119"));
-        List<Part> parts = await ReadMultipartAsync(response);
+        List<MultipartPart> parts = await ReadMultipartAsync(response);
         Assert.Equal(["bytes 0-9/10000", "bytes 100-119/10000"], parts.Select(p => p.ContentRange));
     }
 
@@ -229,7 +228,7 @@ public sealed class MultiRangeTests(MultiRangeTests.Fixture fixture) : IClassFix
     {
         string range = "bytes=" + string.Join(",", Enumerable.Range(0, 64).Reverse().Select(i => $"{i * 100}-{(i * 100) + 9}"));
         using HttpResponseMessage response = await _f.Host.SendAsync(Transport.H2Tls, "/large.bin", r => r.Headers.TryAddWithoutValidation("Range", range));
-        List<Part> parts = await ReadMultipartAsync(response);
+        List<MultipartPart> parts = await ReadMultipartAsync(response);
         Assert.Equal(64, parts.Count);
         Assert.Equal($"bytes 6300-6309/{LargeLength}", parts[0].ContentRange);
         Assert.Equal(_f.Large.AsSpan(0, 10).ToArray(), parts[63].Body);
@@ -257,15 +256,13 @@ public sealed class MultiRangeTests(MultiRangeTests.Fixture fixture) : IClassFix
         Assert.Equal("206", fields[0]);
         string boundary = fields[1].Split("boundary=")[1];
         await using FileStream stream = File.OpenRead(body);
-        List<Part> parts = await ReadPartsAsync(boundary, stream);
+        List<MultipartPart> parts = await MultipartPart.ReadAsync(boundary, stream);
         Assert.Equal(_f.Large.AsSpan(0, 10).ToArray(), parts[0].Body);
         Assert.Equal(_f.Large.AsSpan(5000, 10).ToArray(), parts[1].Body);
         File.Delete(body);
     }
 
-    private sealed record Part(string? ContentType, string? ContentRange, byte[] Body);
-
-    private static async Task<List<Part>> ReadMultipartAsync(HttpResponseMessage response)
+    private static async Task<List<MultipartPart>> ReadMultipartAsync(HttpResponseMessage response)
     {
         Assert.Equal(HttpStatusCode.PartialContent, response.StatusCode);
         Assert.Null(response.Header("Content-Range"));
@@ -275,21 +272,7 @@ public sealed class MultiRangeTests(MultiRangeTests.Fixture fixture) : IClassFix
         byte[] body = await response.Content.ReadAsByteArrayAsync();
         // Content-Length was computed before a byte was sent: it must be the body's exact length.
         Assert.Equal(body.Length, response.Content.Headers.ContentLength);
-        return await ReadPartsAsync(boundary, new MemoryStream(body));
-    }
-
-    private static async Task<List<Part>> ReadPartsAsync(string boundary, Stream body)
-    {
-        var reader = new MultipartReader(boundary, body);
-        var parts = new List<Part>();
-        while (await reader.ReadNextSectionAsync() is { } section)
-        {
-            var bytes = new MemoryStream();
-            await section.Body.CopyToAsync(bytes);
-            parts.Add(new Part(section.ContentType, section.Headers!["Content-Range"].ToString(), bytes.ToArray()));
-        }
-
-        return parts;
+        return await MultipartPart.ReadAsync(boundary, new MemoryStream(body));
     }
 
     // The test's own reading of the specs, for sets with no overlaps: in request order, unsatisfiable ones dropped.

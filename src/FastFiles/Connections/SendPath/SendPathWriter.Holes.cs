@@ -37,6 +37,8 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     // Linux sends at most 0x7ffff000 bytes per sendfile(2) call; 1 GiB keeps each call well inside it.
     private const long MaxSendFileChunk = 1L << 30;
 
+    private static readonly TimeSpan MaxTimerWait = TimeSpan.FromDays(24);
+
     private readonly ZeroCopySendFileOptions _settings;
 
     // Flushes keep the headers back while a hole is set up.
@@ -165,6 +167,11 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                 }
             }
         }
+        catch (Exception ex) when (IsDisconnect(ex, cancellationToken))
+        {
+            // The client left while Kestrel was being set up for the hole: nothing more can be sent.
+            return FileSendStatus.ClientDisconnected;
+        }
         finally
         {
             _holding = false;
@@ -174,6 +181,14 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
 
         return await SendHoleAsync(file, offset, count, rate);
     }
+
+    // As the copy path: Kestrel's writer throws these once the connection is torn down (a reset, an abort).
+    private bool IsDisconnect(Exception ex, CancellationToken cancellationToken) => ex switch
+    {
+        ConnectionResetException or ConnectionAbortedException => true,
+        OperationCanceledException or InvalidOperationException or ObjectDisposedException => cancellationToken.IsCancellationRequested || _failed,
+        _ => false,
+    };
 
     private Memory<byte> HandOutScratch()
     {
@@ -252,7 +267,8 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             _metrics.SendPathSent(count, sendfile: true);
             return FileSendStatus.Completed;
         }
-        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException or ObjectDisposedException or SocketException)
+        // NotSupportedException: the runtime refuses socket operations once a reset has marked the socket disconnected.
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException or ObjectDisposedException or SocketException or NotSupportedException or InvalidOperationException)
         {
             Fail(ex);
             return FileSendStatus.ClientDisconnected;
@@ -350,16 +366,19 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     private async ValueTask<long> SendFileSlowAsync(FileStream file, long position, int chunk, MinDataRate? rate, long bodyLength, long started)
     {
         CancellationTokenRegistration timeout = default;
-        if (rate is not null)
+        // Kestrel's default (240 B/s) allows a 1 GiB body 52 days, beyond what a timer can wait (int.MaxValue ms):
+        // such a deadline is no deadline.
+        TimeSpan left = rate is null
+            ? Timeout.InfiniteTimeSpan
+            : TimeSpan.FromSeconds(Math.Max(rate.GracePeriod.TotalSeconds, bodyLength / rate.BytesPerSecond)) - Stopwatch.GetElapsedTime(started);
+        if (rate is not null && left <= TimeSpan.Zero)
         {
-            TimeSpan allowed = TimeSpan.FromSeconds(Math.Max(rate.GracePeriod.TotalSeconds, bodyLength / rate.BytesPerSecond));
-            TimeSpan left = allowed - Stopwatch.GetElapsedTime(started);
-            if (left <= TimeSpan.Zero)
-            {
-                RateTooLow();
-                return 0;
-            }
+            RateTooLow();
+            return 0;
+        }
 
+        if (rate is not null && left < MaxTimerWait)
+        {
             _holeTimer ??= new CancellationTokenSource();
             _holeTimer.CancelAfter(left);
             timeout = _holeTimer.Token.UnsafeRegister(static s => ((SendPathWriter)s!).RateTooLow(), this);

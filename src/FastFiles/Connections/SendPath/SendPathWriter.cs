@@ -192,7 +192,7 @@ internal sealed partial class SendPathWriter : PipeWriter
                 // Sends the rest of the first block once the socket has room (the runtime loops until all of it is sent).
                 await _socket.SendAsync(block.AsMemory(_sentInFirst, length - _sentInFirst), SocketFlags.None);
             }
-            catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+            catch (Exception ex) when (ex is SocketException or ObjectDisposedException or NotSupportedException or InvalidOperationException)
             {
                 Fail(ex);
                 return;
