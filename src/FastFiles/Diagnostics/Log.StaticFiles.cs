@@ -26,4 +26,10 @@ internal static partial class Log
 
     [LoggerMessage(2009, LogLevel.Debug, "A request for {Path} named a stale content hash; redirected to the current one.", EventName = "StaleFingerprint")]
     public static partial void StaleFingerprint(ILogger logger, string path);
+
+    [LoggerMessage(2010, LogLevel.Warning, "Out of file descriptors opening {Path} ({Reason}): answering 503 with Retry-After until descriptors are free; {Suppressed} more such requests since the last warning. Raise the descriptor limit (ulimit -n, LimitNOFILE) or limit connections (KestrelServerLimits.MaxConcurrentConnections).", EventName = "DescriptorsExhausted")]
+    public static partial void DescriptorsExhausted(ILogger logger, string path, long suppressed, string reason);
+
+    [LoggerMessage(2011, LogLevel.Debug, "Out of file descriptors opening {Path}: 503.", EventName = "DescriptorsExhaustedAgain")]
+    public static partial void DescriptorsExhaustedAgain(ILogger logger, string path);
 }

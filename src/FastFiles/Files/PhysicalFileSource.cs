@@ -40,9 +40,10 @@ internal sealed partial class PhysicalFileSource : FileSource
             // .NET refuses to open directories as files; anything else unreadable is not ours to serve.
             return Directory.Exists(path) && IsInsideRoot(path) ? LookupResult.Directory : LookupResult.NotFound;
         }
-        catch (IOException)
+        catch (IOException ex) when (!DescriptorExhaustion.Is(ex))
         {
-            // Missing, a path through a file, too long, or deleted between lookup and open: all 404.
+            // Missing, a path through a file, too long, or deleted between lookup and open: all 404. Running out of
+            // descriptors propagates: the file may exist, and the caller answers 503.
             return LookupResult.NotFound;
         }
 

@@ -33,7 +33,7 @@ internal sealed class ProviderFileSource(IFileProvider provider) : FileSource
             version = FileVersion.Open(info.PhysicalPath, contentEncoding);
             return LookupResult.File;
         }
-        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException && !DescriptorExhaustion.Is(ex))
         {
             return LookupResult.NotFound;
         }

@@ -89,7 +89,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                 {
                     opened = FileVersion.OpenHandle(file.PhysicalPath);
                 }
-                catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+                catch (Exception ex) when (ex is IOException or UnauthorizedAccessException && !DescriptorExhaustion.Is(ex))
                 {
                     return false;
                 }

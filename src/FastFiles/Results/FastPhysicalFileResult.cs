@@ -100,20 +100,14 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
         ILogger logger = services?.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Results") ?? NullLogger.Instance;
 
         FileVersion? file;
-        if (RootDirectory is not null)
+        try
         {
-            file = OpenUnderRoot();
+            file = RootDirectory is not null ? OpenUnderRoot() : OpenAbsolute();
         }
-        else
+        catch (IOException ex) when (DescriptorExhaustion.Is(ex))
         {
-            try
-            {
-                file = FileVersion.Open(FileName, contentEncoding: null);
-            }
-            catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
-            {
-                file = null;
-            }
+            UnavailableResponse.Send(httpContext, logger, FileName, ex);
+            return;
         }
 
         if (file is null)
@@ -142,6 +136,18 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
                 LogName = FileName,
             };
             await FileResponder.Create(services, options: null, logger).SendAsync(httpContext, file, settings);
+        }
+    }
+
+    private FileVersion? OpenAbsolute()
+    {
+        try
+        {
+            return FileVersion.Open(FileName, contentEncoding: null);
+        }
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException && !DescriptorExhaustion.Is(ex))
+        {
+            return null;
         }
     }
 

@@ -185,8 +185,16 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         FileVersion selected = entry.Available == ContentCodings.None
             ? entry.Identity
             : entry.Select(request.AcceptEncoding().Select(entry.Available));
-        if (await _responder.SendAsync(context, request, selected, settings))
+        try
         {
+            if (await _responder.SendAsync(context, request, selected, settings))
+            {
+                return;
+            }
+        }
+        catch (IOException ex) when (DescriptorExhaustion.Is(ex) && !context.Response.HasStarted)
+        {
+            UnavailableResponse.Send(context, _logger, entry.Settings.LogName, ex);
             return;
         }
 
@@ -203,6 +211,19 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     }
 
     private async Task ServeAsync(HttpContext context, FileRequest request, string subpath, bool rootWithoutSlash = false, bool useCache = true)
+    {
+        try
+        {
+            await ServeCoreAsync(context, request, subpath, rootWithoutSlash, useCache);
+        }
+        catch (IOException ex) when (DescriptorExhaustion.Is(ex) && !context.Response.HasStarted)
+        {
+            // Every open happens before the headers; nothing of this response has been written.
+            UnavailableResponse.Send(context, _logger, subpath, ex);
+        }
+    }
+
+    private async Task ServeCoreAsync(HttpContext context, FileRequest request, string subpath, bool rootWithoutSlash, bool useCache)
     {
         // Entries are keyed by the exact request path, so only cache when the prefix matched with its own case.
         string? path = context.Request.Path.Value;

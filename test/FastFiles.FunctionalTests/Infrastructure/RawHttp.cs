@@ -54,6 +54,22 @@ public static class RawHttp
         return new RawResponse { Status = status, Headers = headers, Body = body.ToArray() };
     }
 
+    /// <summary>
+    /// Sends one keep-alive request on an open connection and reads its response: the head, then exactly Content-Length
+    /// body bytes (none for HEAD). Throws <see cref="IOException"/> when the connection ends first.
+    /// </summary>
+    public static async Task<RawResponse> ExchangeAsync(Stream stream, string target, CancellationToken cancellationToken, string method = "GET", string? extraHeaders = null)
+    {
+        await stream.WriteAsync(Encoding.Latin1.GetBytes($"{method} {target} HTTP/1.1\r\nHost: x\r\n{extraHeaders}\r\n"), cancellationToken);
+        (int status, Dictionary<string, string> headers, byte[] leftover) = await ReadHeadAsync(stream, cancellationToken);
+        long length = method == "HEAD" || !headers.TryGetValue("Content-Length", out string? value) ? 0 : long.Parse(value, System.Globalization.CultureInfo.InvariantCulture);
+        var body = new byte[length];
+        leftover.AsSpan(0, (int)Math.Min(leftover.Length, length)).CopyTo(body);
+        int have = (int)Math.Min(leftover.Length, length);
+        await stream.ReadExactlyAsync(body.AsMemory(have), cancellationToken);
+        return new RawResponse { Status = status, Headers = headers, Body = body };
+    }
+
     /// <summary>Reads the status line and headers; returns any body bytes that arrived with them.</summary>
     public static async Task<(int Status, Dictionary<string, string> Headers, byte[] Leftover)> ReadHeadAsync(Stream stream, CancellationToken cancellationToken)
     {

@@ -25,6 +25,8 @@ public sealed class SampleProcess : IAsyncDisposable
 
     public int ProcessId => _process.Id;
 
+    public bool IsRunning => !_process.HasExited;
+
     public ConcurrentQueue<string> Output { get; }
 
     /// <summary>The sample's build output, beside this test assembly's (same configuration and framework).</summary>

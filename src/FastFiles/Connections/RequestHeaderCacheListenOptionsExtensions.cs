@@ -3,8 +3,8 @@ using Microsoft.AspNetCore.Server.Kestrel.Core;
 
 namespace Microsoft.AspNetCore.Hosting;
 
-/// <summary>Connection-level parts of FastFiles for one Kestrel endpoint.</summary>
-public static class FastFilesListenOptionsExtensions
+/// <summary>The per-connection request header cache for one Kestrel endpoint (beside its connection middleware).</summary>
+public static class RequestHeaderCacheListenOptionsExtensions
 {
     /// <summary>
     /// Gives every connection on this endpoint a small cache of the request header values FastFiles parses
