@@ -15,15 +15,12 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
 {
     private readonly Fixture _f = fixture;
 
-    public sealed class Fixture : IAsyncLifetime
+    public sealed class Fixture : HostFixture
     {
-        public TestFiles Files { get; } = new();
-
-        public TestHost Host { get; private set; } = null!;
 
         public string WebRoot => Files.PathOf(EscapeCorpus.WebRoot);
 
-        public async Task InitializeAsync()
+        protected override async Task<TestHost> StartHostAsync()
         {
             EscapeCorpus.WriteTree(Files);
             Files.Write("www/doomed.txt", Encoding.ASCII.GetBytes("doomed"));
@@ -31,7 +28,7 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
             Files.Write("www/stale.txt.br", Encoding.ASCII.GetBytes("brotli"));
             File.CreateSymbolicLink(Files.PathOf("www/dangling.txt"), Files.PathOf("www/nothing-here.txt"));
 
-            Host = await TestHost.StartAsync(app =>
+            return await TestHost.StartAsync(app =>
             {
                 // Everything allowed, under /open.
                 app.UseFastFiles(new FastStaticFileOptions
@@ -57,13 +54,6 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
                 app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(WebRoot) });
             });
         }
-
-        public async Task DisposeAsync()
-        {
-            await Host.DisposeAsync();
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
-            Files.Dispose();
-        }
     }
 
     [Theory]
@@ -81,7 +71,7 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
     [MemberData(nameof(EscapeCorpus.Traversal), MemberType = typeof(EscapeCorpus))]
     public async Task HttpClient_traversal_is_400_or_404(string path)
     {
-        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c })
+        foreach (Transport transport in TransportMatrix.Default)
         {
             foreach (string prefix in new[] { "", "/open" })
             {
@@ -97,7 +87,7 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
                     using HttpResponseMessage response = await _f.Host.Client.SendAsync(request);
                     EscapeCorpus.AssertRefused((int)response.StatusCode, await response.Content.ReadAsByteArrayAsync(), prefix + path);
                 }
-                catch (HttpRequestException ex) when (transport == Transport.H2c && ex.InnerException is HttpProtocolException)
+                catch (HttpRequestException ex) when (TestHost.VersionFor(transport) == System.Net.HttpVersion.Version20 && ex.InnerException is HttpProtocolException)
                 {
                     // Kestrel refuses some targets (a decoded NUL) on HTTP/2 by resetting the stream: nothing was served.
                 }
@@ -143,7 +133,7 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
     [InlineData("/sub/.hidden/x.txt", "hidden")]
     public async Task Dotfiles_only_with_the_option(string path, string content)
     {
-        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c })
+        foreach (Transport transport in TransportMatrix.Default)
         {
             using HttpResponseMessage hidden = await _f.Host.SendAsync(transport, path);
             Assert.Equal(HttpStatusCode.NotFound, hidden.StatusCode);
@@ -175,7 +165,7 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
     [InlineData("/linkdir-out/outside.txt", EscapeCorpus.Outside)]
     public async Task Symlinks_leaving_the_root_are_followed_only_with_the_option(string path, string content)
     {
-        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c })
+        foreach (Transport transport in TransportMatrix.Default)
         {
             using HttpResponseMessage refused = await _f.Host.SendAsync(transport, path);
             Assert.Equal(HttpStatusCode.NotFound, refused.StatusCode);
