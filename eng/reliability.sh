@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The fault and abuse suite (issue 10): runs each case against the FastFiles sample as shipped and against stock
 # UseStaticFiles (the bench host's "stock" mode), on loopback, bounded in time, and writes the figures side by side.
-#   eng/reliability.sh [--short | --long] [--base-port 22000] [--out DIR] [--no-build] [--cases a,b] [--servers fastfiles,stock]
-# --short (CI, about two minutes per server) runs smaller counts and durations; --long is for runs by hand
+#   eng/reliability.sh [--ci | --short | --long] [--base-port 22000] [--out DIR] [--no-build] [--cases a,b] [--servers fastfiles,stock]
+# --ci (about a minute and a half) runs the quick cases against the sample only and fails on any broken promise;
+# --short (about three minutes per server) runs every case with small counts; --long is for runs by hand
 # (40 slow readers for 30 s, 500 slowloris connections past the 30 s header timeout, 3000 resets, a 10 million
 # request soak). Needs dotnet, node, h2load, curl, openssl, prlimit. Put load runs under the bench lock on shared machines.
 set -euo pipefail
@@ -10,6 +11,7 @@ cd "$(dirname "$0")/.."
 mode=short base=22000 out="" build=1 cases="" servers="fastfiles stock"
 while (($#)); do
   case "$1" in
+    --ci) mode=ci ;;
     --short) mode=short ;;
     --long) mode=long ;;
     --base-port) base=$2; shift ;;
@@ -22,6 +24,20 @@ while (($#)); do
   shift
 done
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
+if [[ $mode == ci ]]; then
+  servers=${servers/stock/}
+  cases=${cases:-hostile,churn,reset,h2-abuse,exhaustion,shutdown}
+fi
+missing=()
+for tool in node h2load curl openssl prlimit; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+if ((${#missing[@]})); then
+  # A fresh Debian machine (CI): install what is missing when we can.
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq nodejs nghttp2-client curl openssl util-linux >/dev/null
+  else
+    echo "missing tools: ${missing[*]}" >&2; exit 2
+  fi
+fi
 work=$(mktemp -d /tmp/fastfiles-reliability.XXXXXX)
 out=${out:-$work/out}
 mkdir -p "$out"
@@ -167,3 +183,6 @@ for name in $servers; do
   node -e "const fs=require('fs');const r=JSON.parse(fs.readFileSync('$results','utf8'));r['$name'].idleDescriptors=$idle_fds;fs.writeFileSync('$results',JSON.stringify(r,null,2))"
 done
 echo "figures: $results"
+if [[ $mode == ci ]]; then
+  node eng/reliability/check.mjs "$results" fastfiles
+fi
