@@ -52,7 +52,8 @@ DOTNET_MODES = ["stock", "sendfile", "fastfiles", "fastfiles-coalesce", "fastfil
 PEERS = ["nginx", "nginx-nosendfile", "caddy"]
 NGINX_PEERS = ["nginx", "nginx-nosendfile"]
 # Runtime settings that only an environment variable can make (read before Main runs), per BenchHost mode.
-MODE_ENVIRONMENT = {"fastfiles-tuned-inlinecompletions": {"DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS": "1"}}
+MODE_ENVIRONMENT = {"fastfiles-tuned-inlinecompletions": {"DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS": "1"},
+                    "knob-inlinecompletions": {"DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS": "1"}}
 REQUIRED_TOOLS = {"wrk": "wrk", "h2load": "nghttp2-client", "nginx": "nginx", "curl": "curl", "openssl": "openssl"}
 
 KIB = 1024

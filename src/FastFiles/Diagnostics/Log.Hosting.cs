@@ -19,4 +19,9 @@ internal static partial class Log
         "FastFiles applied TLS and its connection parts ({Parts}) to {Endpoint}, bound from a URL.",
         EventName = "UrlEndpointConnections")]
     public static partial void UrlEndpointConnections(ILogger logger, string parts, string endpoint);
+
+    [LoggerMessage(6004, LogLevel.Warning,
+        "FastFiles could not read Kestrel's endpoint defaults (KestrelServerOptions.EndpointDefaults is not in this Kestrel): its ConfigureEndpointDefaults callback for URL-bound endpoints replaces one the app set before UseFastFilesConnections(), and one set after replaces FastFiles'.",
+        EventName = "EndpointDefaultsNotComposed")]
+    public static partial void EndpointDefaultsNotComposed(ILogger logger);
 }

@@ -36,7 +36,8 @@ public static class FastFilesKestrelExtensions
     /// <remarks>
     /// Endpoints bound from URLs (<c>--urls</c>, <c>ASPNETCORE_URLS</c>, <c>launchSettings.json</c>, <c>app.Urls</c>) get the
     /// parts too when the app calls <c>AddFastFiles()</c>: a <c>ConfigureEndpointDefaults</c> callback adds TLS to an HTTPS
-    /// one first, as Kestrel would, then the parts (this takes Kestrel's single endpoint-defaults slot). Options are bound
+    /// one first, as Kestrel would, then the parts; an app's own <c>ConfigureEndpointDefaults</c> callback, set before or after
+    /// this call, still runs (first). Options are bound
     /// from the <c>FastFiles:Kestrel</c> configuration section before <paramref name="configure"/> runs. Every HTTPS
     /// endpoint the TLS-side parts do not reach is named in a startup warning.
     /// Kestrel keeps one callback per configured endpoint name, so an app that registers its own

@@ -42,6 +42,57 @@ public sealed class StartupWarningTests
         Assert.Empty(started.Logs.WithId(TlsPartsNotApplied));
     }
 
+    // Kestrel keeps a single ConfigureEndpointDefaults callback; the app's and FastFiles' both run, in either order.
+    [Theory]
+    [InlineData(true, false)]
+    [InlineData(false, false)]
+    [InlineData(false, true)]
+    public async Task App_endpoint_defaults_callback_and_the_url_endpoint_parts_both_apply(bool appCallbackFirst, bool appAddsTls)
+    {
+        int appCallbacks = 0;
+        int appConnections = 0;
+        void AppDefaults(ListenOptions listen)
+        {
+            Interlocked.Increment(ref appCallbacks);
+            listen.Use(next => connection =>
+            {
+                Interlocked.Increment(ref appConnections);
+                return next(connection);
+            });
+            if (appAddsTls)
+            {
+                listen.UseHttps(TestCertificate.Instance);
+            }
+        }
+
+        await using Started started = await StartAsync(["--urls", "https://127.0.0.1:0"], builder =>
+        {
+            builder.Services.AddFastFiles();
+            builder.WebHost.ConfigureKestrel(kestrel =>
+            {
+                kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
+                if (appCallbackFirst)
+                {
+                    kestrel.ConfigureEndpointDefaults(AppDefaults);
+                }
+
+                kestrel.UseFastFilesConnections();
+            });
+            if (!appCallbackFirst)
+            {
+                // A later ConfigureKestrel, as a library or a later line of Program.cs would register it.
+                builder.WebHost.ConfigureKestrel(kestrel => kestrel.ConfigureEndpointDefaults(AppDefaults));
+            }
+        });
+
+        Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
+        Assert.Equal(1, Volatile.Read(ref appCallbacks));
+        Assert.True(Volatile.Read(ref appConnections) >= 1, "the app's connection middleware did not run");
+        Assert.True(started.Coalesced.Total >= 1, "the URL-bound HTTPS connection was not coalesced");
+        Assert.Single(started.Logs.WithId(UrlEndpointConnections));
+        Assert.Empty(started.Logs.WithId(TlsPartsNotApplied));
+    }
+
     [Fact]
     public async Task Https_endpoint_bound_from_a_url_without_AddFastFiles_is_named_in_a_warning()
     {
