@@ -159,7 +159,7 @@ internal static class ConnectionPartsCoverage
     }
 
     // Kestrel keeps one endpoint-defaults callback: ConfigureEndpointDefaults replaces it and the getter is internal
-    // (KestrelServerOptions.EndpointDefaults, .NET 8-10). Reading it lets both the app's callback and FastFiles' run,
+    // (KestrelServerOptions.EndpointDefaults in .NET 10). Reading it lets both the app's callback and FastFiles' run,
     // the app's first (as if FastFiles' were its last line), whichever was registered first.
     private static void InstallDefaults(State state, ILogger logger)
     {
