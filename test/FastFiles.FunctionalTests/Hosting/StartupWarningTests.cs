@@ -5,6 +5,7 @@ using FastFiles.FunctionalTests.Infrastructure;
 using FastFiles.Testing;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
@@ -191,6 +192,44 @@ public sealed class StartupWarningTests
         using HttpResponseMessage response = await started.Client.GetAsync(new Uri(new Uri(started.Address), "/a.txt"));
         Assert.Equal(HttpStatusCode.OK, response.StatusCode);
         Assert.Equal("public, max-age=77", response.Header("Cache-Control"));
+    }
+
+    // MaxRanges = 1 turns multipart answers off: two ranges then get the whole file, as the section asks.
+    [Theory]
+    [InlineData(false, false)]
+    [InlineData(true, false)]
+    [InlineData(true, true)]
+    public async Task FastResults_bind_the_FastFiles_section_with_or_without_AddFastFiles(bool configured, bool addFastFiles)
+    {
+        using var files = new TestFiles();
+        files.Write("www/a.txt", Encoding.ASCII.GetBytes("0123456789"));
+        string root = files.PathOf("www");
+        string[] args = configured ? ["--urls", "http://127.0.0.1:0", "--FastFiles:MaxRanges=1"] : ["--urls", "http://127.0.0.1:0"];
+        await using Started started = await StartAsync(args, builder =>
+        {
+            if (addFastFiles)
+            {
+                builder.Services.AddFastFiles();
+            }
+        }, app => app.MapGet("/file", () => FastResults.File(root, "a.txt")));
+
+        for (int i = 0; i < 2; i++)
+        {
+            using var request = new HttpRequestMessage(HttpMethod.Get, new Uri(new Uri(started.Address), "/file"));
+            request.Headers.TryAddWithoutValidation("Range", "bytes=0-0,5-5");
+            using HttpResponseMessage response = await started.Client.SendAsync(request);
+            byte[] body = await response.Content.ReadAsByteArrayAsync();
+            if (configured)
+            {
+                Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+                Assert.Equal("0123456789", Encoding.ASCII.GetString(body));
+            }
+            else
+            {
+                Assert.Equal(HttpStatusCode.PartialContent, response.StatusCode);
+                Assert.StartsWith("multipart/byteranges", response.Content.Headers.ContentType?.MediaType, StringComparison.Ordinal);
+            }
+        }
     }
 
     [Theory]
