@@ -45,7 +45,7 @@ public static class FastFilesKestrelExtensions
     /// registered before this call is replaced by FastFiles'); such a callback should end with
     /// <see cref="UseHttp2TlsOutputStage(EndpointConfiguration, Action{Http2TlsOutputStageOptions}?)"/>. Calling
     /// <c>KestrelServerOptions.Configure(...)</c> after this call creates a new loader without FastFiles' callbacks.
-    /// Endpoints configured with SNI are left alone (a warning is logged when the stage is enabled), and endpoints that appear in configuration
+    /// Endpoints configured with SNI are left alone and named in the startup warning (Kestrel's SNI selection is internal), and endpoints that appear in configuration
     /// only after this call (configuration reload) are not staged.
     /// </remarks>
     /// <param name="options">Kestrel's options.</param>
@@ -270,18 +270,9 @@ public static class FastFilesKestrelExtensions
         string name = endpoint.ConfigSection.Key;
         if (endpoint.ConfigSection.GetSection("Sni").GetChildren().Any())
         {
-            // Kestrel's SNI selector is internal; taking TLS over here would silently drop the per-host certificates.
-            // A warning when the stage was asked for; record coalescing is on by default and its absence is not news.
-            ConnectionPartsCoverage.NotCovered(endpoint.ListenOptions, reason: null);
-            if (stage is not null)
-            {
-                Log.SniEndpointSkipped(logger, name);
-            }
-            else
-            {
-                Log.SniEndpointNotCoalesced(logger, name);
-            }
-
+            // Kestrel's SNI selector (per-host certificates, protocols and client-certificate modes) is internal; taking
+            // TLS over here would silently drop it. The startup check names the endpoint (warning 6002).
+            ConnectionPartsCoverage.NotCovered(endpoint.ListenOptions, $"it uses SNI (Kestrel:Endpoints:{name}:Sni), and Kestrel's per-host certificate selection cannot be kept when FastFiles adds TLS itself. Bind it in code instead: listenOptions.UseHttps(new TlsHandshakeCallbackOptions {{ OnConnection = ... }}) or UseHttps(https => https.ServerCertificateSelector = ...), followed by .UseFastFilesConnections().");
             return false;
         }
 

@@ -1,5 +1,6 @@
 using System.Diagnostics.Metrics;
 using System.Net;
+using System.Security.Cryptography.X509Certificates;
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
 using FastFiles.Testing;
@@ -107,6 +108,34 @@ public sealed class StartupWarningTests
         Assert.Equal(LogLevel.Warning, warning.Level);
         Assert.Contains(started.Address, warning.Message, StringComparison.Ordinal);
         Assert.Contains("AddFastFiles()", warning.Message, StringComparison.Ordinal);
+    }
+
+    // Kestrel's SNI selection is internal, so FastFiles leaves such an endpoint's TLS to Kestrel and says so.
+    [Fact]
+    public async Task Sni_endpoint_from_configuration_keeps_its_tls_and_is_named_in_a_warning()
+    {
+        using var files = new TestFiles();
+        string pfx = files.PathOf("server.pfx");
+        File.WriteAllBytes(pfx, TestCertificate.Instance.Export(X509ContentType.Pkcs12, "pw"));
+        await using Started started = await StartAsync(
+            [
+                "--Kestrel:Endpoints:Hosts:Url=https://127.0.0.1:0",
+                $"--Kestrel:Endpoints:Hosts:Sni:*:Certificate:Path={pfx}",
+                "--Kestrel:Endpoints:Hosts:Sni:*:Certificate:Password=pw",
+            ],
+            builder =>
+            {
+                builder.Services.AddFastFiles();
+                builder.WebHost.ConfigureKestrel(kestrel => kestrel.UseFastFilesConnections());
+            });
+
+        // The per-host certificate still answers the handshake.
+        Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
+        Assert.Equal(0, started.Coalesced.Total);
+        LogCapture.Entry warning = Assert.Single(started.Logs.WithId(TlsPartsNotApplied));
+        Assert.Equal(LogLevel.Warning, warning.Level);
+        Assert.Contains(started.Address, warning.Message, StringComparison.Ordinal);
+        Assert.Contains("Kestrel:Endpoints:Hosts:Sni", warning.Message, StringComparison.Ordinal);
     }
 
     [Fact]
