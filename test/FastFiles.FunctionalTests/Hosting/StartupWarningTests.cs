@@ -1,5 +1,6 @@
 using System.Diagnostics.Metrics;
 using System.Net;
+using System.Security.Cryptography;
 using System.Security.Cryptography.X509Certificates;
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
@@ -28,6 +29,7 @@ public sealed class StartupWarningTests
     private const int StaticAssetsNotAccelerated = 6001;
     private const int TlsPartsNotApplied = 6002;
     private const int UrlEndpointConnections = 6003;
+    private const int StaticAssetChanged = 6005;
     private const string Coalesced = "fastfiles.tls_records.coalesced_connections";
 
     [Fact]
@@ -207,6 +209,47 @@ public sealed class StartupWarningTests
         Assert.Empty(started.Logs.WithId(StaticAssetsNotAccelerated));
     }
 
+    // MapStaticAssets assumes build-time immutability; FastFiles' in-memory answers keep the build's bytes, which are
+    // the ones its headers (ETag = SHA-256, Content-Length) describe, even after the file is replaced in place.
+    [Fact]
+    public async Task Asset_replaced_in_place_after_first_use_keeps_bytes_that_match_its_headers()
+    {
+        using var files = new TestFiles();
+        string manifest = WriteAssets(files);
+        await using Started started = await StartAsync(["--urls", "http://127.0.0.1:0"], _ => { }, app => app.MapStaticAssets(manifest).WithFastFiles(), webRoot: files.PathOf("wwwroot"));
+
+        (string firstBody, string firstTag) = await GetAssetAsync(started);
+        Assert.Equal(SiteCss, firstBody);
+        Assert.Equal(EntityTagOf(firstBody), firstTag);
+
+        // Same length, other bytes; written in place (same inode), as a careless deploy would.
+        await File.WriteAllTextAsync(files.PathOf("wwwroot/css/site.css"), SiteCss.Replace('0', '1'));
+        for (int i = 0; i < 3; i++)
+        {
+            (string body, string tag) = await GetAssetAsync(started);
+            Assert.Equal(firstTag, tag);
+            Assert.Equal(EntityTagOf(body), tag);
+        }
+
+        Assert.Empty(started.Logs.WithId(StaticAssetChanged));
+    }
+
+    [Fact]
+    public async Task Asset_changed_before_first_use_is_left_to_MapStaticAssets_and_named_in_a_warning()
+    {
+        using var files = new TestFiles();
+        string manifest = WriteAssets(files);
+        await File.WriteAllTextAsync(files.PathOf("wwwroot/css/site.css"), SiteCss.Replace('0', '1'));
+        await using Started started = await StartAsync(["--urls", "http://127.0.0.1:0"], _ => { }, app => app.MapStaticAssets(manifest).WithFastFiles(), webRoot: files.PathOf("wwwroot"));
+
+        (string body, _) = await GetAssetAsync(started);
+        // What MapStaticAssets itself sends for a changed file: the file as it is now.
+        Assert.Equal(SiteCss.Replace('0', '1'), body);
+        LogCapture.Entry warning = Assert.Single(started.Logs.WithId(StaticAssetChanged));
+        Assert.Equal(LogLevel.Warning, warning.Level);
+        Assert.Contains("css/site.css", warning.Message, StringComparison.Ordinal);
+    }
+
     [Fact]
     public async Task UseFastFiles_without_AddFastFiles_binds_its_configuration_section()
     {
@@ -279,8 +322,9 @@ public sealed class StartupWarningTests
         Assert.Equal(HttpStatusCode.OK, response.StatusCode);
         Assert.Equal(!tuned, response.Headers.Contains("Server"));
         SocketTransportOptions sockets = started.Services.GetRequiredService<IOptions<SocketTransportOptions>>().Value;
-        Assert.Equal(tuned, sockets.UnsafePreferInlineScheduling);
-        Assert.Equal(!tuned, sockets.WaitForDataBeforeAllocatingBuffer);
+        // The transport stays at its defaults: inline scheduling cost pipelined clients (benchmarks/results/tuned-knobs-2026-11-23).
+        Assert.False(sockets.UnsafePreferInlineScheduling);
+        Assert.True(sockets.WaitForDataBeforeAllocatingBuffer);
         // Hosting logs "Request starting/finished" at Information unless the profile turned its category off.
         Assert.Equal(!tuned, started.Logs.Entries.Any(e => e.Category == "Microsoft.AspNetCore.Hosting.Diagnostics"));
     }
@@ -310,9 +354,20 @@ public sealed class StartupWarningTests
         });
     };
 
+    private const string SiteCss = "body { margin: 0; }";
+
+    private static async Task<(string Body, string EntityTag)> GetAssetAsync(Started started)
+    {
+        using HttpResponseMessage response = await started.Client.GetAsync(new Uri(new Uri(started.Address), "/css/site.css"));
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        return (await response.Content.ReadAsStringAsync(), response.Headers.ETag!.ToString());
+    }
+
+    private static string EntityTagOf(string body) => "\"" + Convert.ToBase64String(SHA256.HashData(Encoding.UTF8.GetBytes(body))) + "\"";
+
     private static string WriteAssets(TestFiles files)
     {
-        files.Write("wwwroot/css/site.css", Encoding.UTF8.GetBytes("body { margin: 0; }"));
+        files.Write("wwwroot/css/site.css", Encoding.UTF8.GetBytes(SiteCss));
         string manifest = files.PathOf("app.staticwebassets.endpoints.json");
         StaticWebAssetsManifest.Write(files.PathOf("wwwroot"), manifest, compress: false);
         return manifest;
