@@ -48,13 +48,66 @@ public sealed class DynamicCompressionVersionTests : IDisposable
         }
     }
 
-    private async Task<TestHost> StartAsync(Gate gate)
-        => await TestHost.StartAsync(app => app.UseFastFiles(new FastStaticFileOptions
+    private async Task<TestHost> StartAsync(Gate gate, Action<FastFilesOptions>? fastFiles = null)
+        => await TestHost.StartAsync(
+            app => app.UseFastFiles(new FastStaticFileOptions
+            {
+                FileProvider = new PhysicalFileProvider(_files.Root),
+                EnableDynamicCompression = true,
+                DynamicCompressionHook = gate.Hook,
+            }),
+            services => services.AddFastFiles(o => fastFiles?.Invoke(o)));
+
+    [Fact]
+    public async Task A_full_queue_sends_identity_and_a_later_request_queues_the_file_again()
+    {
+        for (int i = 0; i < 300; i++)
         {
-            FileProvider = new PhysicalFileProvider(_files.Root),
-            EnableDynamicCompression = true,
-            DynamicCompressionHook = gate.Hook,
-        }));
+            _files.Write($"q{i}.css", DynamicCompressionTests.Text(2_000, 100 + i));
+        }
+
+        var gate = new Gate();
+        gate.Hold("/q0.css");
+        await using TestHost host = await StartAsync(gate);
+        using var full = new InstrumentRecorder(
+            host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.compression.variants", new("fastfiles.compression.outcome", "queue_full"));
+        (await GetAsync(host, "/q0.css", "br")).Dispose();
+        await gate.Entered("/q0.css");
+
+        // The worker holds q0; q1..q256 fill the queue's 256 places; the other 43 find it full.
+        for (int i = 1; i < 300; i++)
+        {
+            using HttpResponseMessage response = await GetAsync(host, $"/q{i}.css", "br");
+            Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+            Assert.Empty(response.Content.Headers.ContentEncoding);
+            Assert.Equal("Accept-Encoding", response.Header("Vary"));
+        }
+
+        Assert.Equal(43, full.Total);
+        gate.Release("/q0.css");
+        using HttpResponseMessage last = await Compression.WaitForEncodingAsync(host, Transport.Http11, "/q299.css", "br");
+        Assert.Equal(File.ReadAllBytes(_files.PathOf("q299.css")), Compression.Decode("br", await last.Content.ReadAsByteArrayAsync()));
+    }
+
+    [Fact]
+    public async Task A_variant_larger_than_a_quarter_of_the_cache_budget_is_not_kept()
+    {
+        byte[] large = DynamicCompressionTests.Text(600_000, 61), small = DynamicCompressionTests.Text(60_000, 62);
+        _files.Write("large.css", large);
+        _files.Write("small.css", small);
+        await using TestHost host = await StartAsync(new Gate(), o => o.FileCacheSizeLimit = 200_000);
+        using var overBudget = new InstrumentRecorder(
+            host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.compression.variants", new("fastfiles.compression.outcome", "over_budget"));
+
+        (await GetAsync(host, "/large.css", "br, gzip")).Dispose();
+        await Compression.PollAsync(() => overBudget.Total >= 2, "both variants of large.css refused");
+        using HttpResponseMessage identity = await GetAsync(host, "/large.css", "br, gzip");
+        Assert.Empty(identity.Content.Headers.ContentEncoding);
+        Assert.Equal(large, await identity.Content.ReadAsByteArrayAsync());
+
+        using HttpResponseMessage encoded = await Compression.WaitForEncodingAsync(host, Transport.Http11, "/small.css", "br");
+        Assert.Equal(small, Compression.Decode("br", await encoded.Content.ReadAsByteArrayAsync()));
+    }
 
     private static Task<HttpResponseMessage> GetAsync(TestHost host, string path, string? acceptEncoding)
         => host.SendAsync(Transport.Http11, path, r =>
