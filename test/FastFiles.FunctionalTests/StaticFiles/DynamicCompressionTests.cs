@@ -19,14 +19,8 @@ public sealed class DynamicCompressionTests(DynamicCompressionTests.Fixture fixt
 {
     private readonly Fixture _f = fixture;
 
-    public static TheoryData<Transport> Transports => new() { Transport.Http11, Transport.H2c, Transport.H2Tls };
-
-    public sealed class Fixture : IAsyncLifetime
+    public sealed class Fixture : HostFixture
     {
-        public TestFiles Files { get; } = new();
-
-        public TestHost Host { get; private set; } = null!;
-
         public byte[] Css { get; private set; } = [];
 
         public byte[] Js { get; private set; } = [];
@@ -35,7 +29,7 @@ public sealed class DynamicCompressionTests(DynamicCompressionTests.Fixture fixt
 
         public byte[] SideGz { get; private set; } = [];
 
-        public async Task InitializeAsync()
+        protected override async Task<TestHost> StartHostAsync()
         {
             // app.css is small enough for the content cache; big.js is read from disk to be compressed.
             Css = Text(60_000, 1);
@@ -51,18 +45,11 @@ public sealed class DynamicCompressionTests(DynamicCompressionTests.Fixture fixt
             Files.Write("image.png", Text(5_000, 5));
             Files.Create("noise.txt", 8_000);
             Files.Write("hostile.css", Text(30_000, 6));
-            Host = await TestHost.StartAsync(app => app.UseFastFiles(new FastStaticFileOptions
+            return await TestHost.StartAsync(app => app.UseFastFiles(new FastStaticFileOptions
             {
                 FileProvider = new PhysicalFileProvider(Files.Root),
                 EnableDynamicCompression = true,
             }));
-        }
-
-        public async Task DisposeAsync()
-        {
-            await Host.DisposeAsync();
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
-            Files.Dispose();
         }
     }
 
@@ -81,7 +68,7 @@ public sealed class DynamicCompressionTests(DynamicCompressionTests.Fixture fixt
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task Variants_decompress_to_the_file_and_identity_stays_available(Transport transport)
     {
         foreach ((string path, byte[] file) in new[] { ("/app.css", _f.Css), ("/big.js", _f.Js) })
@@ -107,7 +94,7 @@ public sealed class DynamicCompressionTests(DynamicCompressionTests.Fixture fixt
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task Ranges_address_the_compressed_bytes(Transport transport)
     {
         using HttpResponseMessage full = await Compression.WaitForEncodingAsync(_f.Host, transport, "/app.css", "br");
@@ -152,7 +139,7 @@ public sealed class DynamicCompressionTests(DynamicCompressionTests.Fixture fixt
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task Conditional_requests_compare_each_codings_own_tag(Transport transport)
     {
         using HttpResponseMessage br = await Compression.WaitForEncodingAsync(_f.Host, transport, "/app.css", "br");
@@ -197,7 +184,7 @@ public sealed class DynamicCompressionTests(DynamicCompressionTests.Fixture fixt
     public static TheoryData<Transport, string, string> Qualities()
     {
         var data = new TheoryData<Transport, string, string>();
-        foreach (Transport t in new[] { Transport.Http11, Transport.H2c, Transport.H2Tls })
+        foreach (Transport t in TransportMatrix.Default)
         {
             data.Add(t, "gzip, deflate, br, zstd", "br");
             data.Add(t, "br;q=0.5, gzip", "gzip");
@@ -231,7 +218,7 @@ public sealed class DynamicCompressionTests(DynamicCompressionTests.Fixture fixt
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task Files_outside_the_policy_are_sent_as_they_are(Transport transport)
     {
         foreach (string path in new[] { "/tiny.css", "/image.png" })
@@ -265,7 +252,7 @@ public sealed class DynamicCompressionTests(DynamicCompressionTests.Fixture fixt
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task A_sidecar_on_disk_wins_over_its_dynamic_coding(Transport transport)
     {
         using HttpResponseMessage br = await Compression.WaitForEncodingAsync(_f.Host, transport, "/side.js", "br");
@@ -282,7 +269,7 @@ public sealed class DynamicCompressionTests(DynamicCompressionTests.Fixture fixt
     public static TheoryData<Transport, int> Hostile()
     {
         var data = new TheoryData<Transport, int>();
-        foreach (Transport t in new[] { Transport.Http11, Transport.H2c, Transport.H2Tls })
+        foreach (Transport t in TransportMatrix.Default)
         {
             for (int i = 0; i < HostileValues.Length; i++)
             {
