@@ -291,6 +291,7 @@ def make_files(root: Path, huge: set[str]) -> dict[str, str]:
             files.pop(name)
     for rel, size in TEXT_FILES.items():
         text = stylesheet(size).encode("ascii")
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(text)
         hashes[rel] = hashlib.sha256(text).hexdigest()
     for rel, size in files.items():
