@@ -237,8 +237,7 @@ public sealed class DynamicCompressionTests(DynamicCompressionTests.Fixture fixt
     [Fact]
     public async Task Output_that_is_not_smaller_is_not_kept()
     {
-        using var notSmaller = new InstrumentRecorder(
-            _f.Host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.compression.variants", new("fastfiles.compression.outcome", "not_smaller"));
+        using var notSmaller = new InstrumentRecorder(_f.Host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.compression.variants", new("fastfiles.compression.outcome", "not_smaller"));
         byte[] noise = File.ReadAllBytes(_f.Files.PathOf("noise.txt"));
         using (HttpResponseMessage first = await _f.Host.SendAsync(Transport.Http11, "/noise.txt", r => r.Headers.TryAddWithoutValidation("Accept-Encoding", "br, gzip")))
         {

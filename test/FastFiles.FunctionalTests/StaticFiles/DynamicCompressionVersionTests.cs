@@ -69,8 +69,7 @@ public sealed class DynamicCompressionVersionTests : IDisposable
         var gate = new Gate();
         gate.Hold("/q0.css");
         await using TestHost host = await StartAsync(gate);
-        using var full = new InstrumentRecorder(
-            host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.compression.variants", new("fastfiles.compression.outcome", "queue_full"));
+        using var full = Outcomes(host, "queue_full");
         (await GetAsync(host, "/q0.css", "br")).Dispose();
         await gate.Entered("/q0.css");
 
@@ -96,8 +95,7 @@ public sealed class DynamicCompressionVersionTests : IDisposable
         _files.Write("large.css", large);
         _files.Write("small.css", small);
         await using TestHost host = await StartAsync(new Gate(), o => o.FileCacheSizeLimit = 200_000);
-        using var overBudget = new InstrumentRecorder(
-            host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.compression.variants", new("fastfiles.compression.outcome", "over_budget"));
+        using var overBudget = Outcomes(host, "over_budget");
 
         (await GetAsync(host, "/large.css", "br, gzip")).Dispose();
         await Compression.PollAsync(() => overBudget.Total >= 2, "both variants of large.css refused");
@@ -108,6 +106,10 @@ public sealed class DynamicCompressionVersionTests : IDisposable
         using HttpResponseMessage encoded = await Compression.WaitForEncodingAsync(host, Transport.Http11, "/small.css", "br");
         Assert.Equal(small, Compression.Decode("br", await encoded.Content.ReadAsByteArrayAsync()));
     }
+
+    /// <summary>Counts the compression outcomes <paramref name="outcome"/> of this host.</summary>
+    private static InstrumentRecorder Outcomes(TestHost host, string outcome)
+        => new(host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.compression.variants", new("fastfiles.compression.outcome", outcome));
 
     private static Task<HttpResponseMessage> GetAsync(TestHost host, string path, string? acceptEncoding)
         => host.SendAsync(Transport.Http11, path, r =>
@@ -126,8 +128,7 @@ public sealed class DynamicCompressionVersionTests : IDisposable
         var gate = new Gate();
         gate.Hold("/live.css");
         await using TestHost host = await StartAsync(gate);
-        using var stale = new InstrumentRecorder(
-            host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.compression.variants", new("fastfiles.compression.outcome", "stale"));
+        using var stale = Outcomes(host, "stale");
 
         string v1Tag;
         using (HttpResponseMessage first = await GetAsync(host, "/live.css", "br"))
@@ -171,10 +172,8 @@ public sealed class DynamicCompressionVersionTests : IDisposable
         var gate = new Gate();
         gate.Hold("/live.js");
         await using TestHost host = await StartAsync(gate);
-        using var changed = new InstrumentRecorder(
-            host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.compression.variants", new("fastfiles.compression.outcome", "changed"));
-        using var published = new InstrumentRecorder(
-            host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.compression.variants", new("fastfiles.compression.outcome", "published"));
+        using var changed = Outcomes(host, "changed");
+        using var published = Outcomes(host, "published");
 
         (await GetAsync(host, "/live.js", "br")).Dispose();
         await gate.Entered("/live.js");
