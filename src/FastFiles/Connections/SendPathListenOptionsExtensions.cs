@@ -1,5 +1,6 @@
 using FastFiles.Diagnostics;
 using FastFiles.Connections;
+using FastFiles.Hosting;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
@@ -31,10 +32,7 @@ public static class SendPathListenOptionsExtensions
         // Resolved when the endpoint is built, so KestrelServerOptions.UseFastFilesConnections may run before or after this call.
         listenOptions.Use(next =>
         {
-            ZeroCopySendFileOptions registered = listenOptions.KestrelServerOptions is { } server
-                && FastFilesKestrelExtensions.RegisteredOptions(server) is { } fastFiles
-                ? fastFiles.ZeroCopySendFile
-                : new ZeroCopySendFileOptions();
+            ZeroCopySendFileOptions registered = FastFilesKestrelState.OptionsFor(listenOptions).ZeroCopySendFile;
             var options = new ZeroCopySendFileOptions { MinimumLength = registered.MinimumLength };
             configure?.Invoke(options);
             ILogger logger = listenOptions.ApplicationServices?.GetService<ILoggerFactory>()?.CreateLogger(LoggerCategory) ?? NullLogger.Instance;

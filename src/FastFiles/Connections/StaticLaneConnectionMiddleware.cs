@@ -49,6 +49,7 @@ internal sealed class StaticLaneConnectionMiddleware
 
     private readonly ConnectionDelegate _next;
     private readonly StaticLaneRoot[] _roots;
+    private readonly StaticLaneHeartbeat _heartbeat;
     private readonly LaneLimits _limits;
     private readonly long _keepAliveTimeoutMs;
     private readonly long _requestHeadersTimeoutMs;
@@ -56,10 +57,11 @@ internal sealed class StaticLaneConnectionMiddleware
     private readonly FastFilesMetrics _metrics;
     private readonly ILogger _logger;
 
-    public StaticLaneConnectionMiddleware(ConnectionDelegate next, StaticLaneRoot[] roots, KestrelServerLimits limits, FastFilesMetrics metrics, ILogger logger)
+    public StaticLaneConnectionMiddleware(ConnectionDelegate next, StaticLaneRoot[] roots, StaticLaneHeartbeat heartbeat, KestrelServerLimits limits, FastFilesMetrics metrics, ILogger logger)
     {
         _next = next;
         _roots = roots;
+        _heartbeat = heartbeat;
         _limits = LaneLimits.From(limits);
         _keepAliveTimeoutMs = (long)limits.KeepAliveTimeout.TotalMilliseconds;
         _requestHeadersTimeoutMs = (long)limits.RequestHeadersTimeout.TotalMilliseconds;
@@ -83,7 +85,7 @@ internal sealed class StaticLaneConnectionMiddleware
     {
         PipeReader input = context.Transport.Input;
         PipeWriter output = context.Transport.Output;
-        var connection = new LaneConnection(context, input, context.Features.Get<IConnectionLifetimeNotificationFeature>());
+        var connection = new LaneConnection(_heartbeat, context, input, context.Features.Get<IConnectionLifetimeNotificationFeature>());
         string? handOff = null;
 
         // A request that has arrived in part: how many reads it has taken so far, and the deadline for the rest.
@@ -283,13 +285,13 @@ internal sealed class StaticLaneConnectionMiddleware
             return false;
         }
 
-        // Accept-Encoding is consulted only when the file has sidecars, as UseFastFiles does (RFC 9110 12.5.3).
+        // Accept-Encoding is consulted only when the file has (or will have) variants, as UseFastFiles does (RFC 9110 12.5.3).
         StaticLaneResponse response = responses![0];
-        if (entry!.Available != ContentCodings.None)
+        if (entry!.Available != ContentCodings.None || entry.Pending != ContentCodings.None)
         {
             Span<char> chars = stackalloc char[request.AcceptEncoding.Length];
             System.Text.Ascii.ToUtf16(request.AcceptEncoding, chars, out _);
-            ContentCodings coding = AcceptEncoding.Parse(chars).Select(entry.Available);
+            ContentCodings coding = root.Cache.Negotiate(entry, AcceptEncoding.Parse(chars));
             if (coding != ContentCodings.None)
             {
                 response = responses[1 + Sidecar.IndexOf(coding)];

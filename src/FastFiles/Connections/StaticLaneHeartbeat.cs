@@ -6,27 +6,28 @@ using Microsoft.AspNetCore.Connections.Features;
 namespace FastFiles.Connections;
 
 /// <summary>
-/// The lane's clock: once a second it closes lane connections idle past their keep-alive deadline and aborts those whose
-/// client has not taken a response in time, as Kestrel's own heartbeat does. Requests then pay no timer or cancellation
-/// registration: a connection only writes two deadlines.
+/// The lane's clock for one endpoint: once a second it closes lane connections idle past their keep-alive deadline and
+/// aborts those whose client has not taken a response in time, as Kestrel's own heartbeat does. Requests then pay no
+/// timer or cancellation registration: a connection only writes two deadlines. Stopped with the application.
 /// </summary>
-internal static class StaticLaneHeartbeat
+internal sealed class StaticLaneHeartbeat : IDisposable
 {
-    private static readonly ConcurrentDictionary<LaneConnection, byte> Connections = new();
-    private static readonly Timer Timer = new(static _ => Tick(), null, TimeSpan.FromSeconds(1), TimeSpan.FromSeconds(1));
+    private readonly ConcurrentDictionary<LaneConnection, byte> _connections = new();
+    private readonly Timer _timer;
 
-    public static void Add(LaneConnection connection)
-    {
-        GC.KeepAlive(Timer);
-        Connections.TryAdd(connection, 0);
-    }
+    public StaticLaneHeartbeat()
+        => _timer = new Timer(static state => ((StaticLaneHeartbeat)state!).Tick(), this, TimeSpan.FromSeconds(1), TimeSpan.FromSeconds(1));
 
-    public static void Remove(LaneConnection connection) => Connections.TryRemove(connection, out _);
+    public void Add(LaneConnection connection) => _connections.TryAdd(connection, 0);
 
-    private static void Tick()
+    public void Remove(LaneConnection connection) => _connections.TryRemove(connection, out _);
+
+    public void Dispose() => _timer.Dispose();
+
+    private void Tick()
     {
         long now = Environment.TickCount64;
-        foreach (KeyValuePair<LaneConnection, byte> pair in Connections)
+        foreach (KeyValuePair<LaneConnection, byte> pair in _connections)
         {
             pair.Key.OnTick(now);
         }
@@ -41,6 +42,7 @@ internal static class StaticLaneHeartbeat
 internal sealed class LaneConnection : IDisposable
 {
     private readonly Lock _lock = new();
+    private readonly StaticLaneHeartbeat _heartbeat;
     private readonly ConnectionContext _context;
     private readonly PipeReader _input;
     private readonly CancellationTokenRegistration _closing;
@@ -51,11 +53,12 @@ internal sealed class LaneConnection : IDisposable
     private bool _handedOff;
     private volatile bool _closeRequested;
 
-    public LaneConnection(ConnectionContext context, PipeReader input, IConnectionLifetimeNotificationFeature? lifetime)
+    public LaneConnection(StaticLaneHeartbeat heartbeat, ConnectionContext context, PipeReader input, IConnectionLifetimeNotificationFeature? lifetime)
     {
+        _heartbeat = heartbeat;
         _context = context;
         _input = input;
-        StaticLaneHeartbeat.Add(this);
+        heartbeat.Add(this);
         if (lifetime is not null)
         {
             _closing = lifetime.ConnectionClosedRequested.Register(static state => ((LaneConnection)state!).OnCloseRequested(), this);
@@ -149,7 +152,7 @@ internal sealed class LaneConnection : IDisposable
 
     public void Dispose()
     {
-        StaticLaneHeartbeat.Remove(this);
+        _heartbeat.Remove(this);
         _closing.Dispose();
     }
 }

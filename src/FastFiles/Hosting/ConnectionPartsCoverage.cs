@@ -10,6 +10,7 @@ using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
+using Microsoft.Extensions.Options;
 
 namespace FastFiles.Hosting;
 
@@ -30,8 +31,6 @@ namespace FastFiles.Hosting;
 internal static class ConnectionPartsCoverage
 {
     private const string LoggerCategory = "FastFiles.Hosting";
-
-    private static readonly ConditionalWeakTable<KestrelServerOptions, State> States = [];
 
     /// <summary>
     /// The addresses Kestrel is about to bind, in order (<c>AddFastFiles</c>' startup filter takes them while the
@@ -129,7 +128,7 @@ internal static class ConnectionPartsCoverage
             if (https)
             {
                 // An app's own endpoint-defaults callback ran first and may have added TLS already.
-                if (!NameOf(listen).StartsWith("https://", StringComparison.OrdinalIgnoreCase))
+                if (!IsTls(listen))
                 {
                     listen.UseHttps();
                 }
@@ -152,7 +151,8 @@ internal static class ConnectionPartsCoverage
     /// </summary>
     public static void EnsureEndpointDefaults(KestrelServerOptions options, IServiceProvider services)
     {
-        if (States.TryGetValue(options, out State? state) && state.Defaults is not null)
+        State state = StateOf(options);
+        if (state.Defaults is not null)
         {
             InstallDefaults(state, CreateLogger(services));
         }
@@ -265,12 +265,43 @@ internal static class ConnectionPartsCoverage
     /// <summary>The endpoint as Kestrel names it in its addresses (<c>https://127.0.0.1:5443</c>).</summary>
     public static string NameOf(ListenOptions listen) => listen.ToString() ?? string.Empty;
 
-    private static State StateOf(KestrelServerOptions options) => States.GetValue(options, static _ => new State());
+    // One per application container (the host registers IOptions<> for every type), like FastFilesKestrelState; a
+    // server without services (built by hand) gets a state of its own each time, which only loses the startup check.
+    private static State StateOf(KestrelServerOptions options)
+        => options.ApplicationServices?.GetService<IOptions<State>>()?.Value ?? new State();
+
+    /// <summary>
+    /// Records on which side of TLS a TLS-side part was added: parts see plaintext only when added after <c>UseHttps</c>;
+    /// one added before it would see ciphertext and pass every connection through, which the startup check then names.
+    /// </summary>
+    public static void TrackTlsSide(ListenOptions listenOptions)
+    {
+        if (IsTls(listenOptions))
+        {
+            Covered(listenOptions);
+            return;
+        }
+
+        listenOptions.Use(next =>
+        {
+            if (IsTls(listenOptions))
+            {
+                NotCovered(
+                    listenOptions,
+                    "FastFiles' connection parts were added before UseHttps(), so they would see encrypted bytes. Call listenOptions.UseHttps(...) first, then .UseFastFilesConnections().");
+            }
+
+            return next;
+        });
+    }
+
+    // ListenOptions shows its scheme ("https://...") once UseHttps has run; Kestrel keeps the flag itself internal.
+    private static bool IsTls(ListenOptions listenOptions) => NameOf(listenOptions).StartsWith("https://", StringComparison.OrdinalIgnoreCase);
 
     private static ILogger CreateLogger(IServiceProvider services)
         => services.GetService<ILoggerFactory>()?.CreateLogger(LoggerCategory) ?? NullLogger.Instance;
 
-    private sealed class State
+    internal sealed class State
     {
         public List<(bool Https, int Port)>? Addresses;
 

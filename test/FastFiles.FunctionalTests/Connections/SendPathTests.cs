@@ -30,15 +30,11 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
     private const long HundredMiB = 100L * 1024 * 1024;
     private readonly Fixture _f = fixture;
 
-    public sealed class Fixture : IAsyncLifetime
+    public sealed class Fixture : HostFixture
     {
-        public TestFiles Files { get; } = new();
-
         public Dictionary<int, byte[]> Contents { get; } = [];
 
         public LogRecorder Logs { get; } = new();
-
-        public TestHost Host { get; private set; } = null!;
 
         public Uri TlsWithSendPath => Host.Addresses[4];
 
@@ -46,7 +42,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
 
         public IMeterFactory Meters => Host.Services.GetRequiredService<IMeterFactory>();
 
-        public async Task InitializeAsync()
+        protected override async Task<TestHost> StartHostAsync()
         {
             foreach (int size in Sizes)
             {
@@ -66,7 +62,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
             }
 
             string root = Files.Root;
-            Host = await TestHost.StartAsync(
+            return await TestHost.StartAsync(
                 app =>
                 {
                     app.UseFastSendFile();
@@ -107,12 +103,6 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
                         l.UseZeroCopySendFile(o => o.MinimumLength = 0);
                     });
                 });
-        }
-
-        public async Task DisposeAsync()
-        {
-            await Host.DisposeAsync();
-            Files.Dispose();
         }
     }
 

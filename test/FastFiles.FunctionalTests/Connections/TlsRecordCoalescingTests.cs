@@ -75,7 +75,7 @@ public sealed class TlsRecordCoalescingTests : IDisposable
         await using TestHost host = await StartAsync();
         const int Length = 3 * 1024 * 1024 + 17;
 
-        foreach (Transport transport in new[] { Transport.H2Tls, Transport.Http11Tls })
+        foreach (Transport transport in TransportMatrix.Tls)
         {
             using HttpResponseMessage response = await host.SendAsync(transport, $"/stream/{Length}");
             byte[] body = await response.Content.ReadAsByteArrayAsync();

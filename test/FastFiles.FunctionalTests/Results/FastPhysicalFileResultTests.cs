@@ -13,20 +13,16 @@ public sealed class FastPhysicalFileResultTests(FastPhysicalFileResultTests.Fixt
     private const int Length = 20_000;
     private readonly Fixture _f = fixture;
 
-    public sealed class Fixture : IAsyncLifetime
+    public sealed class Fixture : HostFixture
     {
-        public TestFiles Files { get; } = new();
-
         public byte[] Content { get; private set; } = [];
 
-        public TestHost Host { get; private set; } = null!;
-
-        public async Task InitializeAsync()
+        protected override async Task<TestHost> StartHostAsync()
         {
             Content = Files.Create("report.pdf", Length);
             Directory.CreateDirectory(Files.PathOf("folder"));
             string root = Files.Root;
-            Host = await TestHost.StartAsync(
+            return await TestHost.StartAsync(
                 app =>
                 {
                     app.MapGet("/min/{name}", (string name, string? download, string? type, bool? ranges) =>
@@ -41,19 +37,12 @@ public sealed class FastPhysicalFileResultTests(FastPhysicalFileResultTests.Fixt
                     services.AddControllers().AddApplicationPart(typeof(FilesController).Assembly);
                 });
         }
-
-        public async Task DisposeAsync()
-        {
-            await Host.DisposeAsync();
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
-            Files.Dispose();
-        }
     }
 
     public static TheoryData<Transport, string> Endpoints()
     {
         var data = new TheoryData<Transport, string>();
-        foreach (Transport t in new[] { Transport.Http11, Transport.H2c })
+        foreach (Transport t in TransportMatrix.Default)
         {
             data.Add(t, "/min/report.pdf");
             data.Add(t, "/mvc/fast/report.pdf");

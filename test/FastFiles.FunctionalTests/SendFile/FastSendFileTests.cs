@@ -27,24 +27,20 @@ public sealed class FastSendFileTests(FastSendFileTests.Fixture fixture) : IClas
     private readonly byte[] _big = fixture.Big;
     private readonly TestHost _host = fixture.Host;
 
-    public sealed class Fixture : IAsyncLifetime
+    public sealed class Fixture : HostFixture
     {
-        public TestFiles Files { get; } = new();
-
         public RequestRecorder Recorder { get; } = new();
 
         public byte[] Content { get; private set; } = [];
 
         public byte[] Big { get; private set; } = [];
 
-        public TestHost Host { get; private set; } = null!;
-
-        public async Task InitializeAsync()
+        protected override async Task<TestHost> StartHostAsync()
         {
             Content = Files.Create("data.bin", Length);
             Big = Files.Create("big.bin", BigLength);
             string root = Files.Root;
-            Host = await TestHost.StartAsync(
+            return await TestHost.StartAsync(
                 app =>
                 {
                     Recorder.Install(app);
@@ -111,12 +107,10 @@ public sealed class FastSendFileTests(FastSendFileTests.Fixture fixture) : IClas
             }
         }
 
-        public async Task DisposeAsync()
+        protected override Task StoppingAsync()
         {
             Assert.Empty(Recorder.Exceptions);
-            await Host.DisposeAsync();
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
-            Files.Dispose();
+            return Task.CompletedTask;
         }
     }
 
@@ -197,7 +191,7 @@ public sealed class FastSendFileTests(FastSendFileTests.Fixture fixture) : IClas
             (0, null), (0, 0), (0, 1), (1, null), (Length - 1, 1), (Length - 1, null), (Length, null), (Length, 0),
             (4095, 2), (4096, 65536), (12345, 54321), (0, Length), (65535, 3), (65536, null),
         ];
-        foreach (Transport t in new[] { Transport.Http11, Transport.H2c, Transport.H2Tls })
+        foreach (Transport t in TransportMatrix.Default)
         {
             foreach ((long offset, long? count) in cases)
             {
@@ -338,7 +332,7 @@ public sealed class FastSendFileTests(FastSendFileTests.Fixture fixture) : IClas
     private async Task AssertHealthyAsync()
     {
         await ResponseHeaders.AssertNoOpenFilesUnderAsync(_files.Root);
-        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c })
+        foreach (Transport transport in TransportMatrix.Default)
         {
             using HttpResponseMessage response = await _host.SendAsync(transport, "/static/big.bin");
             Assert.Equal(HttpStatusCode.OK, response.StatusCode);

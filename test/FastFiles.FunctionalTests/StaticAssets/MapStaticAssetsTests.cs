@@ -23,7 +23,7 @@ public sealed class MapStaticAssetsTests : IClassFixture<MapStaticAssetsTests.Ho
     public static TheoryData<Transport, string, string> Requests()
     {
         var data = new TheoryData<Transport, string, string>();
-        foreach (Transport transport in new[] { Transport.Http11, Transport.H2Tls })
+        foreach (Transport transport in TransportMatrix.Default)
         {
             foreach (string kind in new[] { "plain", "gzip", "fingerprinted", "fingerprinted-gzip", "head", "range", "not-modified", "if-match-fails", "large" })
             {

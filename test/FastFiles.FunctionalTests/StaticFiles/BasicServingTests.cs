@@ -37,7 +37,7 @@ public sealed class BasicServingTests : IAsyncLifetime
     public static TheoryData<Transport, int> Cases()
     {
         var data = new TheoryData<Transport, int>();
-        foreach (Transport t in Enum.GetValues<Transport>())
+        foreach (Transport t in TransportMatrix.All)
         {
             foreach (int size in Sizes)
             {

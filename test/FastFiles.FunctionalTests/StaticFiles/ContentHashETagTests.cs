@@ -22,8 +22,6 @@ public sealed class ContentHashETagTests : IAsyncLifetime
     private readonly TestFiles _files = new();
     private readonly List<TestHost> _hosts = [];
 
-    public static TheoryData<Transport> Transports => new() { Transport.Http11, Transport.H2c, Transport.H2Tls };
-
     public Task InitializeAsync() => Task.CompletedTask;
 
     public async Task DisposeAsync()
@@ -55,7 +53,7 @@ public sealed class ContentHashETagTests : IAsyncLifetime
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task A_small_file_has_its_hash_tag_at_once_and_revalidates_with_it(Transport transport)
     {
         byte[] content = _files.Create("small.bin", 4096);
@@ -70,7 +68,7 @@ public sealed class ContentHashETagTests : IAsyncLifetime
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task A_large_file_conditional_request_waits_for_the_hash_on_first_contact(Transport transport)
     {
         byte[] content = _files.Create("large.bin", Large);

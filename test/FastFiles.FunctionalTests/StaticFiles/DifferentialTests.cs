@@ -19,13 +19,10 @@ public sealed class DifferentialTests(DifferentialTests.Fixture fixture) : IClas
     private static readonly DateTimeOffset ModifiedSeconds = new(2022, 3, 4, 5, 6, 7, TimeSpan.Zero);
     private readonly Fixture _f = fixture;
 
-    public sealed class Fixture : IAsyncLifetime
+    public sealed class Fixture : HostFixture
     {
-        public TestFiles Files { get; } = new();
 
-        public TestHost Host { get; private set; } = null!;
-
-        public async Task InitializeAsync()
+        protected override async Task<TestHost> StartHostAsync()
         {
             foreach ((string name, int length) in new[] { ("data.txt", Length), ("empty.txt", 0), ("one.txt", 1), ("app.3f2a9c1b.js", 300), ("page.js", 2000), ("page.js.gz", 500), ("blob.bin", 1000), ("with space.txt", 10), ("ünïcødé.txt", 10), ("dir/inner.txt", 10), ("noext", 10), ("UPPER.TXT", 10) })
             {
@@ -33,7 +30,7 @@ public sealed class DifferentialTests(DifferentialTests.Fixture fixture) : IClas
                 File.SetLastWriteTimeUtc(Files.PathOf(name), Modified);
             }
 
-            Host = await TestHost.StartAsync(app =>
+            return await TestHost.StartAsync(app =>
             {
                 app.Map("/stockfast", branch =>
                 {
@@ -43,13 +40,6 @@ public sealed class DifferentialTests(DifferentialTests.Fixture fixture) : IClas
                 app.UseStaticFiles(new StaticFileOptions { RequestPath = "/stock", FileProvider = new PhysicalFileProvider(Files.Root) });
                 app.UseFastFiles(new FastStaticFileOptions { RequestPath = "/fast", FileProvider = new PhysicalFileProvider(Files.Root) });
             });
-        }
-
-        public async Task DisposeAsync()
-        {
-            await Host.DisposeAsync();
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
-            Files.Dispose();
         }
     }
 
@@ -144,7 +134,7 @@ public sealed class DifferentialTests(DifferentialTests.Fixture fixture) : IClas
     public static TheoryData<Transport, string> TransportsAndCases()
     {
         var data = new TheoryData<Transport, string>();
-        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c })
+        foreach (Transport transport in TransportMatrix.Default)
         {
             foreach (string name in Cases.Keys)
             {

@@ -19,8 +19,6 @@ public sealed class FingerprinterTests : IAsyncLifetime
     private readonly TestFiles _files = new();
     private TestHost _host = null!;
 
-    public static TheoryData<Transport> Transports => new() { Transport.Http11, Transport.H2c, Transport.H2Tls };
-
     public async Task InitializeAsync()
     {
         Directory.CreateDirectory(_files.PathOf("reports"));
@@ -52,7 +50,7 @@ public sealed class FingerprinterTests : IAsyncLifetime
     private IFastFilesFingerprinter Fingerprinter => _host.Services.GetRequiredService<IFastFilesFingerprinter>();
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task A_file_created_at_run_time_gets_a_hashed_url_served_as_immutable(Transport transport)
     {
         // Created after the app started: no build step knows it.
@@ -89,7 +87,7 @@ public sealed class FingerprinterTests : IAsyncLifetime
         }
 
         Assert.Equal(newUrl, await Fingerprinter.GetUrlAsync("/reports/daily.css"));
-        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c, Transport.H2Tls })
+        foreach (Transport transport in TransportMatrix.Default)
         {
             using HttpResponseMessage stale = await _host.SendAsync(transport, oldUrl);
             Assert.Equal(HttpStatusCode.Found, stale.StatusCode);

@@ -22,10 +22,8 @@ public sealed class MultiRangeTests(MultiRangeTests.Fixture fixture) : IClassFix
     private const int LargeLength = 3 * 1024 * 1024 + 17;
     private readonly Fixture _f = fixture;
 
-    public sealed class Fixture : IAsyncLifetime
+    public sealed class Fixture : HostFixture
     {
-        public TestFiles Files { get; } = new();
-
         public byte[] Small { get; private set; } = [];
 
         public byte[] Large { get; private set; } = [];
@@ -34,9 +32,7 @@ public sealed class MultiRangeTests(MultiRangeTests.Fixture fixture) : IClassFix
 
         public byte[] JsBrotli { get; private set; } = [];
 
-        public TestHost Host { get; private set; } = null!;
-
-        public async Task InitializeAsync()
+        protected override async Task<TestHost> StartHostAsync()
         {
             Small = Files.Create("small.bin", SmallLength);
             Large = Files.Create("large.bin", LargeLength);
@@ -50,7 +46,7 @@ public sealed class MultiRangeTests(MultiRangeTests.Fixture fixture) : IClassFix
             JsBrotli = compressed.ToArray();
             Files.Write("app.js", Js);
             Files.Write("app.js.br", JsBrotli);
-            Host = await TestHost.StartAsync(
+            return await TestHost.StartAsync(
                 app => app.UseFastFiles(new FastStaticFileOptions
                 {
                     FileProvider = new PhysicalFileProvider(Files.Root),
@@ -59,19 +55,12 @@ public sealed class MultiRangeTests(MultiRangeTests.Fixture fixture) : IClassFix
                 }),
                 services => services.AddFastFiles());
         }
-
-        public async Task DisposeAsync()
-        {
-            await Host.DisposeAsync();
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
-            Files.Dispose();
-        }
     }
 
     public static TheoryData<Transport, string, string> Multipart()
     {
         var data = new TheoryData<Transport, string, string>();
-        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c, Transport.H2Tls })
+        foreach (Transport transport in TransportMatrix.Default)
         {
             foreach (string file in new[] { "small.bin", "large.bin" })
             {
@@ -206,7 +195,7 @@ public sealed class MultiRangeTests(MultiRangeTests.Fixture fixture) : IClassFix
     [MemberData(nameof(Hostile))]
     public async Task Hostile_range_sets_get_the_whole_file_or_416(string range, int status)
     {
-        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c, Transport.H2Tls })
+        foreach (Transport transport in TransportMatrix.Default)
         {
             using HttpResponseMessage response = await _f.Host.SendAsync(transport, "/small.bin", r => r.Headers.TryAddWithoutValidation("Range", range));
             Assert.Equal(status, (int)response.StatusCode);

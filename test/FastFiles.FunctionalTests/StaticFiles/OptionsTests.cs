@@ -14,15 +14,11 @@ public sealed class OptionsTests(OptionsTests.Fixture fixture) : IClassFixture<O
     private const string CacheControl = "public, max-age=60";
     private readonly Fixture _f = fixture;
 
-    public sealed class Fixture : IAsyncLifetime
+    public sealed class Fixture : HostFixture
     {
-        public TestFiles Files { get; } = new();
-
         public ConcurrentQueue<(string Path, int Status, string? Encoding, string? PhysicalPath)> Prepared { get; } = new();
 
-        public TestHost Host { get; private set; } = null!;
-
-        public async Task InitializeAsync()
+        protected override async Task<TestHost> StartHostAsync()
         {
             foreach (string name in new[] { "plain.txt", "app.3f2a9c1b.js", "app-3F2A9C1B0011.css", "app.3f2a9c1.js", "app.3f2a9c1z.js", "hashed.0123456789abcdef.txt" })
             {
@@ -35,7 +31,7 @@ public sealed class OptionsTests(OptionsTests.Fixture fixture) : IClassFixture<O
             Files.Write("site/nodefault/other.html", Encoding.ASCII.GetBytes("other"));
             Files.Write("site/index.html.gz", Encoding.ASCII.GetBytes("gz index"));
 
-            Host = await TestHost.StartAsync(app =>
+            return await TestHost.StartAsync(app =>
             {
                 app.UseFastFiles(new FastStaticFileOptions
                 {
@@ -81,13 +77,6 @@ public sealed class OptionsTests(OptionsTests.Fixture fixture) : IClassFixture<O
                 });
             });
         }
-
-        public async Task DisposeAsync()
-        {
-            await Host.DisposeAsync();
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
-            Files.Dispose();
-        }
     }
 
     [Theory]
@@ -100,7 +89,7 @@ public sealed class OptionsTests(OptionsTests.Fixture fixture) : IClassFixture<O
     [InlineData("/nofingerprint/app.3f2a9c1b.js", CacheControl)]
     public async Task Cache_control_from_the_option_or_the_fingerprint(string path, string expected)
     {
-        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c })
+        foreach (Transport transport in TransportMatrix.Default)
         {
             using HttpResponseMessage response = await _f.Host.SendAsync(transport, path);
             Assert.Equal(HttpStatusCode.OK, response.StatusCode);
@@ -201,7 +190,7 @@ public sealed class OptionsTests(OptionsTests.Fixture fixture) : IClassFixture<O
     [InlineData("/site", "/site/")]
     public async Task Directory_without_trailing_slash_redirects(string path, string location)
     {
-        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c })
+        foreach (Transport transport in TransportMatrix.Default)
         {
             using HttpResponseMessage response = await _f.Host.SendAsync(transport, path);
             Assert.Equal(HttpStatusCode.MovedPermanently, response.StatusCode);

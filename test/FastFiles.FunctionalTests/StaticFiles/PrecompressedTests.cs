@@ -13,19 +13,13 @@ public sealed class PrecompressedTests(PrecompressedTests.Fixture fixture) : ICl
 {
     private readonly Fixture _f = fixture;
 
-    public static TheoryData<Transport> Transports => new() { Transport.Http11, Transport.H2c };
-
-    public sealed class Fixture : IAsyncLifetime
+    public sealed class Fixture : HostFixture
     {
         private static readonly DateTime Original = new(2021, 6, 1, 12, 0, 0, DateTimeKind.Utc);
 
-        public TestFiles Files { get; } = new();
-
         public Dictionary<string, byte[]> Variants { get; } = [];
 
-        public TestHost Host { get; private set; } = null!;
-
-        public async Task InitializeAsync()
+        protected override async Task<TestHost> StartHostAsync()
         {
             byte[] js = Encoding.UTF8.GetBytes(string.Concat(Enumerable.Range(0, 2000).Select(i => $"var v{i} = {i};\n")));
             Variants[""] = js;
@@ -43,7 +37,7 @@ public sealed class PrecompressedTests(PrecompressedTests.Fixture fixture) : ICl
             Write("stale.css.gz", Variants["gzip"], Original.AddSeconds(-5));
             Write("plain.txt", js, Original);
 
-            Host = await TestHost.StartAsync(app =>
+            return await TestHost.StartAsync(app =>
             {
                 app.UseFastFiles(new FastStaticFileOptions
                 {
@@ -53,13 +47,6 @@ public sealed class PrecompressedTests(PrecompressedTests.Fixture fixture) : ICl
                 });
                 app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(Files.Root) });
             });
-        }
-
-        public async Task DisposeAsync()
-        {
-            await Host.DisposeAsync();
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
-            Files.Dispose();
         }
 
         private static byte[] Compress(byte[] data, Func<Stream, Stream> wrap)
@@ -83,7 +70,7 @@ public sealed class PrecompressedTests(PrecompressedTests.Fixture fixture) : ICl
     public static TheoryData<Transport, string?, string> Negotiation()
     {
         var data = new TheoryData<Transport, string?, string>();
-        foreach (Transport t in new[] { Transport.Http11, Transport.H2c })
+        foreach (Transport t in TransportMatrix.Default)
         {
             data.Add(t, null, "");
             data.Add(t, "", "");
@@ -147,7 +134,7 @@ public sealed class PrecompressedTests(PrecompressedTests.Fixture fixture) : ICl
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task Ranges_apply_to_the_variant_bytes(Transport transport)
     {
         byte[] br = _f.Variants["br"];
@@ -204,7 +191,7 @@ public sealed class PrecompressedTests(PrecompressedTests.Fixture fixture) : ICl
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task Head_describes_the_variant(Transport transport)
     {
         using HttpResponseMessage response = await _f.Host.SendAsync(transport, "/app.js", r => r.Headers.TryAddWithoutValidation("Accept-Encoding", "br"), HttpMethod.Head);

@@ -16,15 +16,11 @@ public sealed class ProviderTests(ProviderTests.Fixture fixture) : IClassFixture
     private static readonly DateTimeOffset Modified = new(2023, 5, 6, 7, 8, 9, TimeSpan.Zero);
     private readonly Fixture _f = fixture;
 
-    public sealed class Fixture : IAsyncLifetime
+    public sealed class Fixture : HostFixture
     {
-        public TestFiles Files { get; } = new();
-
         public byte[] Content { get; } = RandomBytes(Length);
 
-        public TestHost Host { get; private set; } = null!;
-
-        public async Task InitializeAsync()
+        protected override async Task<TestHost> StartHostAsync()
         {
             Files.Write("www/site.css", Encoding.ASCII.GetBytes("body{}"));
             var provider = new MemoryProvider(new Dictionary<string, byte[]>
@@ -33,7 +29,7 @@ public sealed class ProviderTests(ProviderTests.Fixture fixture) : IClassFixture
                 ["/stream.bin"] = Content,
                 ["/sub/index.html"] = Encoding.ASCII.GetBytes("memory index"),
             });
-            Host = await TestHost.StartAsync(
+            return await TestHost.StartAsync(
                 app =>
                 {
                     app.UseFastFiles(new FastStaticFileOptions
@@ -48,13 +44,6 @@ public sealed class ProviderTests(ProviderTests.Fixture fixture) : IClassFixture
                 services => services.AddFastFiles().ConfigureFastStaticFiles(o => o.CacheControl = "no-cache"),
                 contentRoot: Files.Root,
                 webRoot: Files.PathOf("www"));
-        }
-
-        public async Task DisposeAsync()
-        {
-            await Host.DisposeAsync();
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
-            Files.Dispose();
         }
 
         private static byte[] RandomBytes(int length)

@@ -18,24 +18,18 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
     private readonly byte[] _content = fixture.Content;
     private readonly TestHost _host = fixture.Host;
 
-    public static TheoryData<Transport> Transports => new() { Transport.Http11, Transport.H2c };
-
     private static string ExpectedETag => string.Create(CultureInfo.InvariantCulture, $"\"{Modified.Ticks:x}-{Length:x}\"");
 
-    public sealed class Fixture : IAsyncLifetime
+    public sealed class Fixture : HostFixture
     {
-        public TestFiles Files { get; } = new();
-
         public byte[] Content { get; private set; } = [];
 
-        public TestHost Host { get; private set; } = null!;
-
-        public async Task InitializeAsync()
+        protected override async Task<TestHost> StartHostAsync()
         {
             Content = Files.Create("data.bin", Length);
             File.SetLastWriteTimeUtc(Files.PathOf("data.bin"), Modified);
             Files.Create("empty.bin", 0);
-            Host = await TestHost.StartAsync(app =>
+            return await TestHost.StartAsync(app =>
             {
                 app.UseFastFiles(new FastStaticFileOptions
                 {
@@ -51,17 +45,10 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
                 });
             });
         }
-
-        public async Task DisposeAsync()
-        {
-            await Host.DisposeAsync();
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
-            Files.Dispose();
-        }
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task Get_sends_validators_and_accept_ranges(Transport transport)
     {
         using HttpResponseMessage response = await _host.SendAsync(transport, "/data.bin");
@@ -77,7 +64,7 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task Head_has_the_headers_of_get_and_no_body(Transport transport)
     {
         using HttpResponseMessage response = await _host.SendAsync(transport, "/data.bin", method: HttpMethod.Head);
@@ -90,7 +77,7 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task Head_ignores_range(Transport transport)
     {
         using HttpResponseMessage response = await _host.SendAsync(transport, "/data.bin", r => r.Headers.TryAddWithoutValidation("Range", "bytes=0-9"), HttpMethod.Head);
@@ -100,7 +87,7 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task Other_methods_pass_to_the_rest_of_the_pipeline(Transport transport)
     {
         foreach (HttpMethod method in new[] { HttpMethod.Post, HttpMethod.Put, HttpMethod.Delete, HttpMethod.Options, HttpMethod.Patch })
@@ -115,7 +102,7 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
     public static TheoryData<Transport, string, long, long> SatisfiableRanges()
     {
         var data = new TheoryData<Transport, string, long, long>();
-        foreach (Transport t in new[] { Transport.Http11, Transport.H2c })
+        foreach (Transport t in TransportMatrix.Default)
         {
             data.Add(t, "bytes=0-0", 0, 1);
             data.Add(t, "bytes=0-", 0, Length);
@@ -201,7 +188,7 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
         string after = ResponseHeaders.HttpDate(ModifiedSeconds.AddDays(1));
         string future = ResponseHeaders.HttpDate(DateTimeOffset.UtcNow.AddYears(5));
         var data = new TheoryData<Transport, string, string, int>();
-        foreach (Transport t in new[] { Transport.Http11, Transport.H2c })
+        foreach (Transport t in TransportMatrix.Default)
         {
             // If-Match (13.1.1): strong comparison.
             data.Add(t, "If-Match", etag, 200);
@@ -240,7 +227,7 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task Precondition_precedence_follows_rfc_9110_13_2_2(Transport transport)
     {
         string etag = ExpectedETag;
@@ -278,7 +265,7 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task Not_modified_carries_validators_but_no_representation_headers(Transport transport)
     {
         using HttpResponseMessage response = await _host.SendAsync(transport, "/data.bin", r => r.Headers.TryAddWithoutValidation("If-None-Match", ExpectedETag));
@@ -292,7 +279,7 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task Head_with_a_matching_if_none_match_is_304(Transport transport)
     {
         using HttpResponseMessage response = await _host.SendAsync(transport, "/data.bin", r => r.Headers.TryAddWithoutValidation("If-None-Match", "W/" + ExpectedETag), HttpMethod.Head);
@@ -302,7 +289,7 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
     public static TheoryData<Transport, string, bool> IfRangeCases()
     {
         var data = new TheoryData<Transport, string, bool>();
-        foreach (Transport t in new[] { Transport.Http11, Transport.H2c })
+        foreach (Transport t in TransportMatrix.Default)
         {
             data.Add(t, ExpectedETag, true);
             data.Add(t, "W/" + ExpectedETag, false);
@@ -341,7 +328,7 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
     }
 
     [Theory]
-    [MemberData(nameof(Transports))]
+    [Transports]
     public async Task If_range_without_range_is_ignored(Transport transport)
     {
         using HttpResponseMessage response = await _host.SendAsync(transport, "/data.bin", r => r.Headers.TryAddWithoutValidation("If-Range", "\"nope\""));

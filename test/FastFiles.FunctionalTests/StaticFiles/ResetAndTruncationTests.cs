@@ -15,20 +15,16 @@ public sealed class ResetAndTruncationTests(ResetAndTruncationTests.Fixture fixt
     private const int TruncateTo = 8 * 1024 * 1024;
     private readonly Fixture _f = fixture;
 
-    public sealed class Fixture : IAsyncLifetime
+    public sealed class Fixture : HostFixture
     {
-        public TestFiles Files { get; } = new();
-
         public RequestRecorder Recorder { get; } = new();
 
         public byte[] Big { get; private set; } = [];
 
-        public TestHost Host { get; private set; } = null!;
-
-        public async Task InitializeAsync()
+        protected override async Task<TestHost> StartHostAsync()
         {
             Big = Files.Create("big.bin", BigLength);
-            Host = await TestHost.StartAsync(app =>
+            return await TestHost.StartAsync(app =>
             {
                 Recorder.Install(app);
                 // The stock middleware on top of FastFiles' SendFileAsync, for the same scenarios.
@@ -41,12 +37,10 @@ public sealed class ResetAndTruncationTests(ResetAndTruncationTests.Fixture fixt
             });
         }
 
-        public async Task DisposeAsync()
+        protected override Task StoppingAsync()
         {
             Assert.Empty(Recorder.Exceptions);
-            await Host.DisposeAsync();
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
-            Files.Dispose();
+            return Task.CompletedTask;
         }
     }
 
@@ -218,7 +212,7 @@ public sealed class ResetAndTruncationTests(ResetAndTruncationTests.Fixture fixt
     private async Task AssertHealthyAsync()
     {
         await ResponseHeaders.AssertAtMostCachedFilesOpenUnderAsync(_f.Files.Root);
-        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c, Transport.H2Tls })
+        foreach (Transport transport in TransportMatrix.Default)
         {
             using HttpResponseMessage response = await _f.Host.SendAsync(transport, "/big.bin", r => r.Headers.TryAddWithoutValidation("Range", "bytes=-65536"));
             Assert.Equal(HttpStatusCode.PartialContent, response.StatusCode);

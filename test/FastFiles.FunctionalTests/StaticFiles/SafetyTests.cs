@@ -17,15 +17,12 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
     private const string Outside = "OUTSIDE-DIR-77b2";
     private readonly Fixture _f = fixture;
 
-    public sealed class Fixture : IAsyncLifetime
+    public sealed class Fixture : HostFixture
     {
-        public TestFiles Files { get; } = new();
-
-        public TestHost Host { get; private set; } = null!;
 
         public string WebRoot => Files.PathOf("www");
 
-        public async Task InitializeAsync()
+        protected override async Task<TestHost> StartHostAsync()
         {
             Files.Write("secret.txt", Encoding.ASCII.GetBytes(Secret));
             Files.Write("passwd", Encoding.ASCII.GetBytes(Secret));
@@ -49,7 +46,7 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
             Directory.CreateSymbolicLink(Files.PathOf("www/linkdir-out"), Files.PathOf("outside"));
             Directory.CreateSymbolicLink(Files.PathOf("www/linkdir-in"), Files.PathOf("www/sub"));
 
-            Host = await TestHost.StartAsync(app =>
+            return await TestHost.StartAsync(app =>
             {
                 // Everything allowed, under /open.
                 app.UseFastFiles(new FastStaticFileOptions
@@ -74,13 +71,6 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
                 });
                 app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(WebRoot) });
             });
-        }
-
-        public async Task DisposeAsync()
-        {
-            await Host.DisposeAsync();
-            await ResponseHeaders.AssertNoOpenFilesUnderAsync(Files.Root);
-            Files.Dispose();
         }
     }
 
@@ -147,7 +137,7 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
     [MemberData(nameof(TraversalCorpus))]
     public async Task HttpClient_traversal_is_400_or_404(string path)
     {
-        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c })
+        foreach (Transport transport in TransportMatrix.Default)
         {
             foreach (string prefix in new[] { "", "/open" })
             {
@@ -163,7 +153,7 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
                     using HttpResponseMessage response = await _f.Host.Client.SendAsync(request);
                     AssertRefused((int)response.StatusCode, await response.Content.ReadAsByteArrayAsync(), prefix + path);
                 }
-                catch (HttpRequestException ex) when (transport == Transport.H2c && ex.InnerException is HttpProtocolException)
+                catch (HttpRequestException ex) when (TestHost.VersionFor(transport) == System.Net.HttpVersion.Version20 && ex.InnerException is HttpProtocolException)
                 {
                     // Kestrel refuses some targets (a decoded NUL) on HTTP/2 by resetting the stream: nothing was served.
                 }
@@ -209,7 +199,7 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
     [InlineData("/sub/.hidden/x.txt", "hidden")]
     public async Task Dotfiles_only_with_the_option(string path, string content)
     {
-        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c })
+        foreach (Transport transport in TransportMatrix.Default)
         {
             using HttpResponseMessage hidden = await _f.Host.SendAsync(transport, path);
             Assert.Equal(HttpStatusCode.NotFound, hidden.StatusCode);
@@ -241,7 +231,7 @@ public sealed class SafetyTests(SafetyTests.Fixture fixture) : IClassFixture<Saf
     [InlineData("/linkdir-out/outside.txt", Outside)]
     public async Task Symlinks_leaving_the_root_are_followed_only_with_the_option(string path, string content)
     {
-        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c })
+        foreach (Transport transport in TransportMatrix.Default)
         {
             using HttpResponseMessage refused = await _f.Host.SendAsync(transport, path);
             Assert.Equal(HttpStatusCode.NotFound, refused.StatusCode);

@@ -20,24 +20,20 @@ public sealed class SlowReaderTests(SlowReaderTests.Fixture fixture) : IClassFix
     private const int ReaderRate = 16 * 1024;
     private readonly Fixture _f = fixture;
 
-    public sealed class Fixture : IAsyncLifetime
+    public sealed class Fixture : HostFixture
     {
-        public TestFiles Files { get; } = new();
-
         public RequestRecorder Recorder { get; } = new();
 
         public byte[] Big { get; private set; } = [];
 
         public byte[] Cached { get; private set; } = [];
 
-        public TestHost Host { get; private set; } = null!;
-
-        public async Task InitializeAsync()
+        protected override async Task<TestHost> StartHostAsync()
         {
             Big = Files.Create("big.bin", 8 * 1024 * 1024);
             // Cached (the limit is raised for it): served from memory in one write, flushed when the response ends.
             Cached = Files.Create("cached.bin", 1024 * 1024);
-            Host = await TestHost.StartAsync(
+            return await TestHost.StartAsync(
                 app =>
                 {
                     Recorder.Install(app);
@@ -54,11 +50,10 @@ public sealed class SlowReaderTests(SlowReaderTests.Fixture fixture) : IClassFix
                 configureKestrel: k => k.Limits.MinResponseDataRate = new MinDataRate(MinRate, TimeSpan.FromSeconds(2)));
         }
 
-        public async Task DisposeAsync()
+        protected override Task StoppingAsync()
         {
             Assert.Empty(Recorder.Exceptions);
-            await Host.DisposeAsync();
-            Files.Dispose();
+            return Task.CompletedTask;
         }
     }
 

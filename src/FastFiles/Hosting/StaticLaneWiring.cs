@@ -1,7 +1,7 @@
-using System.Runtime.CompilerServices;
 using FastFiles.Connections;
 using FastFiles.Diagnostics;
 using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Connections;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
@@ -11,47 +11,11 @@ using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Options;
 
-namespace Microsoft.AspNetCore.Hosting;
+namespace FastFiles.Hosting;
 
-/// <summary>The HTTP/1.1 static lane on a Kestrel endpoint.</summary>
-public static class StaticLaneListenOptionsExtensions
+/// <summary>Builds the static lane for an endpoint when Kestrel binds it: its roots (shared per options instance) and its clock.</summary>
+internal static class StaticLaneWiring
 {
-    // Roots are built once per options instance, so endpoints sharing options share one cache.
-    private static readonly ConditionalWeakTable<StaticLaneOptions, StaticLaneRoot[]> LaneRoots = [];
-
-    /// <summary>
-    /// Adds the HTTP/1.1 static lane to an endpoint: GET and HEAD requests for files under the lane's roots are answered
-    /// from prebuilt response bytes before Kestrel parses them; the first request the lane does not fully handle, and
-    /// everything after it on that connection, goes to Kestrel untouched. Call it after <c>UseHttps</c> on TLS endpoints.
-    /// HTTP/2 connections pass through. Requests the lane answers never reach the application's middleware (no
-    /// authentication, authorization, rewrites, host filtering or endpoint routing): hand it only public roots.
-    /// </summary>
-    /// <param name="listenOptions">The endpoint.</param>
-    /// <param name="configure">
-    /// Adds the roots for this endpoint. When <see langword="null"/> (the default), the application's
-    /// <see cref="StaticLaneOptions"/> apply: <c>services.ConfigureStaticLane(...)</c> and the <c>FastFiles:StaticLane</c>
-    /// configuration section.
-    /// </param>
-    /// <returns>The endpoint.</returns>
-    public static ListenOptions UseStaticLane(this ListenOptions listenOptions, Action<StaticLaneOptions>? configure = null)
-    {
-        ArgumentNullException.ThrowIfNull(listenOptions);
-        StaticLaneOptions? lane = null;
-        if (configure is not null)
-        {
-            lane = new StaticLaneOptions();
-            configure(lane);
-        }
-
-        return listenOptions.UseStaticLane(lane);
-    }
-
-    internal static ListenOptions UseStaticLane(this ListenOptions listenOptions, StaticLaneOptions? lane)
-    {
-        listenOptions.Use(next => CreateLane(next, lane, listenOptions));
-        return listenOptions;
-    }
-
     // Built when the endpoint binds, after all configuration. lane: null for the application's options.
     internal static ConnectionDelegate CreateLane(ConnectionDelegate next, StaticLaneOptions? lane, ListenOptions listenOptions)
     {
@@ -63,7 +27,9 @@ public static class StaticLaneListenOptionsExtensions
         IServiceProvider services = listenOptions.ApplicationServices;
         lane ??= services.GetService<IOptions<StaticLaneOptions>>()?.Value ?? new StaticLaneOptions();
         ILogger logger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Connections.StaticLane") ?? NullLogger.Instance;
-        StaticLaneRoot[] roots = LaneRoots.GetValue(lane, options => BuildRoots(options, listenOptions));
+        // Roots are built once per options instance, so endpoints sharing the application's options share one cache.
+        StaticLaneRoot[] roots = services.GetService<IOptions<StaticLaneRoots>>()?.Value.GetOrBuild(lane, options => BuildRoots(options, listenOptions))
+            ?? BuildRoots(lane, listenOptions);
         if (roots.Length == 0)
         {
             return next;
@@ -71,7 +37,9 @@ public static class StaticLaneListenOptionsExtensions
 
         Log.LaneEnabled(logger, listenOptions.ToString() ?? string.Empty, roots.Length);
         KestrelServerLimits limits = listenOptions.KestrelServerOptions?.Limits ?? new KestrelServerLimits();
-        return new StaticLaneConnectionMiddleware(next, roots, limits, FastFilesMetrics.For(services), logger).OnConnectionAsync;
+        var heartbeat = new StaticLaneHeartbeat();
+        services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(heartbeat.Dispose);
+        return new StaticLaneConnectionMiddleware(next, roots, heartbeat, limits, FastFilesMetrics.For(services), logger).OnConnectionAsync;
     }
 
     private static StaticLaneRoot[] BuildRoots(StaticLaneOptions lane, ListenOptions listenOptions)
@@ -101,7 +69,7 @@ public static class StaticLaneListenOptionsExtensions
                 ?? throw new InvalidOperationException("A static lane root needs a PhysicalPath (or a PhysicalFileProvider, or a web root).");
             roots.Add(new StaticLaneRoot(
                 physical, files.RequestPath.Value ?? string.Empty, files.FollowSymlinksOutsideRoot, files.EnablePrecompressedFiles,
-                files.CreatePolicy(), fastFiles, serverHeader, metrics, cacheLogger));
+                files.CreatePolicy(), fastFiles, serverHeader, metrics, cacheLogger, files.CreateCompressionPolicy(fastFiles)));
         }
 
         StaticLaneRoot[] built = [.. roots];
@@ -113,5 +81,28 @@ public static class StaticLaneListenOptionsExtensions
             }
         });
         return built;
+    }
+}
+
+/// <summary>
+/// The lane roots built for each <see cref="StaticLaneOptions"/> instance of one application, carried by its container
+/// (the host registers <c>IOptions&lt;&gt;</c> for every type) rather than by a registry of ours.
+/// </summary>
+internal sealed class StaticLaneRoots
+{
+    private readonly Dictionary<StaticLaneOptions, StaticLaneRoot[]> _built = new(ReferenceEqualityComparer.Instance);
+
+    public StaticLaneRoot[] GetOrBuild(StaticLaneOptions lane, Func<StaticLaneOptions, StaticLaneRoot[]> build)
+    {
+        lock (_built)
+        {
+            if (!_built.TryGetValue(lane, out StaticLaneRoot[]? roots))
+            {
+                roots = build(lane);
+                _built.Add(lane, roots);
+            }
+
+            return roots;
+        }
     }
 }

@@ -1,0 +1,66 @@
+using FastFiles.Hosting;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
+
+namespace Microsoft.AspNetCore.Hosting;
+
+/// <summary>Adds FastFiles' connection-level parts to Kestrel.</summary>
+public static class FastFilesKestrelServerOptionsExtensions
+{
+    /// <summary>
+    /// Applies FastFiles' connection-level parts to Kestrel. TLS record coalescing (on by default) and the HTTP/2 TLS
+    /// output stage (off by default) are put on the plaintext side of TLS of every HTTPS endpoint read from
+    /// configuration (<c>Kestrel:Endpoints</c>): for each such endpoint FastFiles registers a
+    /// <c>ConfigurationLoader.Endpoint(name, ...)</c> callback that calls <c>UseHttps</c> with the HTTPS options the loader
+    /// assembled (certificate included) and then adds them; the loader sees the endpoint is already TLS and does not add
+    /// TLS again. Code-configured endpoints get the stage with
+    /// <c>listenOptions.UseHttps(...).UseHttp2TlsOutputStage()</c>, which then uses the options given here.
+    /// </summary>
+    /// <remarks>
+    /// Endpoints bound from URLs (<c>--urls</c>, <c>ASPNETCORE_URLS</c>, <c>launchSettings.json</c>, <c>app.Urls</c>) get the
+    /// parts too when the app calls <c>AddFastFiles()</c>: a <c>ConfigureEndpointDefaults</c> callback adds TLS to an HTTPS
+    /// one first, as Kestrel would, then the parts; an app's own <c>ConfigureEndpointDefaults</c> callback, set before or after
+    /// this call, still runs (first). Options are bound
+    /// from the <c>FastFiles:Kestrel</c> configuration section before <paramref name="configure"/> runs. Every HTTPS
+    /// endpoint the TLS-side parts do not reach is named in a startup warning.
+    /// Kestrel keeps one callback per configured endpoint name, so an app that registers its own
+    /// <c>ConfigurationLoader.Endpoint(name, ...)</c> after this call replaces FastFiles' callback for that name (and one
+    /// registered before this call is replaced by FastFiles'); such a callback should end with
+    /// <c>.UseHttp2TlsOutputStage()</c>. Calling
+    /// <c>KestrelServerOptions.Configure(...)</c> after this call creates a new loader without FastFiles' callbacks.
+    /// Endpoints configured with SNI are left alone and named in the startup warning (Kestrel's SNI selection is internal), and endpoints that appear in configuration
+    /// only after this call (configuration reload) are not staged.
+    /// </remarks>
+    /// <param name="options">Kestrel's options.</param>
+    /// <param name="configure">Configures FastFiles' Kestrel options; by default the stage runs in <see cref="Http2TlsOutputStageMode.Http2Only"/> mode.</param>
+    /// <returns>Kestrel's options.</returns>
+    public static KestrelServerOptions UseFastFilesConnections(this KestrelServerOptions options, Action<FastFilesKestrelOptions>? configure = null)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        var fastFiles = new FastFilesKestrelOptions();
+        // Configuration first, then code, as for FastFiles' other options.
+        options.ApplicationServices?.GetService<IConfiguration>()?.GetSection(FastFilesConfiguration.KestrelSectionName).Bind(fastFiles);
+        configure?.Invoke(fastFiles);
+        if (FastFilesKestrelState.Of(options.ApplicationServices) is { } state)
+        {
+            state.Options = fastFiles;
+        }
+
+        Http2TlsOutputStageOptions stage = fastFiles.Http2TlsOutputStage;
+        bool stageOn = fastFiles.EnableHttp2TlsOutputStage && stage.Mode != Http2TlsOutputStageMode.Disabled;
+        string parts = string.Join(" and ", new[] { fastFiles.EnableTlsRecordCoalescing ? "TLS record coalescing" : null, stageOn ? "the HTTP/2 TLS output stage" : null }.OfType<string>());
+        if (options.ApplicationServices is not null)
+        {
+            ConnectionPartsCoverage.Register(options, parts, (listen, https) => EndpointWiring.ApplyToUrlEndpoint(listen, https, fastFiles));
+        }
+
+        if (options.ConfigurationLoader is { } loader)
+        {
+            EndpointWiring.ApplyToConfigurationEndpoints(loader, fastFiles);
+        }
+
+        return options;
+    }
+}
