@@ -199,14 +199,16 @@ internal static class BenchModes
             services => services.AddFastFiles(o => o.EnableFileCache = false),
             (app, root) => app.UseFastFiles(FastOptions(root))),
 
-        // The tuned host profile against fastfiles-coalesce (today's defaults), and with one of its knobs undone, so
-        // each knob's share shows in one run. "-inlinecompletions" is the profile plus the runtime's
-        // DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS=1, which the harness sets in that mode's environment.
-        ["fastfiles-tuned"] = Tuned("UseFastFiles + connection parts at their defaults + UseFastFilesTunedProfile", _ => { }),
-        ["fastfiles-tuned-noinline"] = Tuned(
-            "fastfiles-tuned with UnsafePreferInlineScheduling back off (only WaitForDataBeforeAllocatingBuffer = false)",
-            web => web.UseSockets(sockets => sockets.UnsafePreferInlineScheduling = false)),
-        ["fastfiles-tuned-inlinecompletions"] = Tuned("fastfiles-tuned with DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS=1", _ => { }),
+        // The tuned host profile against fastfiles-coalesce (today's defaults), with a template app's logging (the
+        // profile's logging setting only shows where a logging provider is registered).
+        ["fastfiles-tuned"] = Coalesce("UseFastFiles + connection parts at their defaults + UseFastFilesTunedProfile") with
+        {
+            Host = web =>
+            {
+                web.ConfigureLogging(TemplateLogging);
+                web.UseFastFilesTunedProfile();
+            },
+        },
 
         // One knob at a time on top of fastfiles-coalesce (today's defaults), so each knob's effect per workload shows in
         // one interleaved run. The harness pins the server to one CPU, where Kestrel's default IOQueueCount is 1.
@@ -237,20 +239,6 @@ internal static class BenchModes
             "MapStaticAssets().WithFastFiles()",
             services => services.AddFastFiles(),
             (app, root) => app.MapStaticAssets(StaticAssetsManifest(root)).WithFastFiles()),
-    };
-
-    private static BenchMode Tuned(string description, Action<IWebHostBuilder> undo) => new(
-        description,
-        services => services.AddFastFiles(),
-        (app, root) => app.UseFastFiles(FastOptions(root)))
-    {
-        Kestrel = kestrel => kestrel.UseFastFilesConnections(),
-        Listen = listen => listen.UseFastFilesConnections(),
-        Host = web =>
-        {
-            web.UseFastFilesTunedProfile();
-            undo(web);
-        },
     };
 
     private static BenchMode Coalesce(string description) => new(
