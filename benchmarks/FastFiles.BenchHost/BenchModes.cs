@@ -159,6 +159,27 @@ internal static class BenchModes
             },
         },
 
+        // Dynamic compression (issue 13) on top of today's defaults (the fastfiles-coalesce twin): compressible types get
+        // brotli and gzip variants made once per file version; .bin files (application/octet-stream) are not compressible.
+        ["fastfiles-compress"] = new(
+            "fastfiles-coalesce with EnableDynamicCompression",
+            services => services.AddFastFiles(),
+            (app, root) => app.UseFastFiles(CompressingOptions(root)))
+        {
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(),
+            Listen = listen => listen.UseFastFilesConnections(),
+        },
+
+        // The static lane answering compressed variants itself (fastfiles-lane with EnableDynamicCompression).
+        ["fastfiles-lane-compress"] = new(
+            "fastfiles-lane with EnableDynamicCompression",
+            services => services.AddFastFiles(),
+            (app, root) => app.UseFastFiles(CompressingOptions(root)))
+        {
+            Listen = listen => listen.UseFastFilesConnections(),
+            LaneRoot = root => new StaticLaneRootOptions { PhysicalPath = root, Files = CompressingOptions(root) },
+        },
+
         // The open-file cache's twin: fastfiles-coalesce (today's defaults) with large files opened and closed per request.
         ["fastfiles-noopenfiles"] = new(
             "fastfiles-coalesce with the open-file cache off (MaxOpenFiles = 0)",
@@ -272,6 +293,13 @@ internal static class BenchModes
         ServeUnknownFileTypes = true,
         DefaultContentType = DefaultContentType,
     };
+
+    private static FastStaticFileOptions CompressingOptions(string root)
+    {
+        FastStaticFileOptions options = FastOptions(root);
+        options.EnableDynamicCompression = true;
+        return options;
+    }
 
     private static StaticFileOptions StockOptions(string root) => new()
     {

@@ -57,7 +57,9 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         if (fast.EnableFileCache && _source is PhysicalFileSource physicalSource)
         {
             FastFilesMetrics metrics = FastFilesMetrics.For(services);
-            _cache = new FileCache(physicalSource, _requestPathValue, fast, metrics, loggerFactory.CreateLogger("FastFiles.Caching"), _options.EnableContentHashETags);
+            _cache = new FileCache(
+                physicalSource, _requestPathValue, fast, metrics, loggerFactory.CreateLogger("FastFiles.Caching"), _options.EnableContentHashETags,
+                _options.CreateCompressionPolicy(fast));
             services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(Dispose);
             if (_options.EnableContentHashETags)
             {
@@ -182,9 +184,9 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             }
         }
 
-        FileVersion selected = entry.Available == ContentCodings.None
+        FileVersion selected = entry.Available == ContentCodings.None && entry.Pending == ContentCodings.None
             ? entry.Identity
-            : entry.Select(request.AcceptEncoding().Select(entry.Available));
+            : entry.Select(_cache!.Negotiate(entry, request.AcceptEncoding()));
         try
         {
             if (await _responder.SendAsync(context, request, selected, settings))
@@ -265,7 +267,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                 ContentCodings choice = request.AcceptEncoding().Select(available);
                 if (choice != ContentCodings.None)
                 {
-                    (_, string suffix, string token) = Sidecar.All[Sidecar.IndexOf(choice)];
+                    (_, string suffix, string token, _) = Sidecar.All[Sidecar.IndexOf(choice)];
                     if (_source.TryOpen(subpath + suffix, token, out FileVersion? variant) == LookupResult.File)
                     {
                         if (Sidecar.IsFresh(variant!, opened))
@@ -410,7 +412,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     private ContentCodings ProbeSidecars(string subpath)
     {
         ContentCodings available = ContentCodings.None;
-        foreach ((ContentCodings coding, string suffix, _) in Sidecar.All)
+        foreach ((ContentCodings coding, string suffix, _, _) in Sidecar.All)
         {
             if (_source.FileExists(subpath + suffix))
             {
