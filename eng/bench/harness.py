@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import platform
+import random
 import re
 import shlex
 import shutil
@@ -49,10 +50,13 @@ DOTNET_MODES = ["stock", "sendfile", "fastfiles", "fastfiles-coalesce", "fastfil
                 "staticassets", "staticassets-fast", "fastfiles-noopenfiles", "zerocopy", "fastfiles-lane"]
 # nginx-nosendfile: the same nginx with `sendfile off` (faster than sendfile for small files); "x nginx" ratios use the
 # better of the two nginx configurations run.
+# nginx-gzip: nginx with `gzip on` for the text types (compressing every response, at its default level 1); only run when
+# named in --configs, for the dynamic-compression workloads.
 PEERS = ["nginx", "nginx-nosendfile", "caddy"]
-NGINX_PEERS = ["nginx", "nginx-nosendfile"]
+OPTIONAL_PEERS = ["nginx-gzip"]
+NGINX_PEERS = ["nginx", "nginx-nosendfile", "nginx-gzip"]
 # Runtime settings that only an environment variable can make (read before Main runs), per BenchHost mode.
-MODE_ENVIRONMENT = {"fastfiles-tuned-inlinecompletions": {"DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS": "1"}}
+MODE_ENVIRONMENT = {"knob-inlinecompletions": {"DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS": "1"}}
 REQUIRED_TOOLS = {"wrk": "wrk", "h2load": "nghttp2-client", "nginx": "nginx", "curl": "curl", "openssl": "openssl"}
 
 KIB = 1024
@@ -61,6 +65,8 @@ GIB = 1024 * MIB
 SINGLE_FILES = {"f1k.bin": KIB, "f4k.bin": 4 * KIB, "f64k.bin": 64 * KIB, "f256k.bin": 256 * KIB, "f1m.bin": MIB, "f100m.bin": 100 * MIB, "f1g.bin": GIB}
 # Written only when a selected workload asks for them.
 HUGE_FILES = ("f100m.bin", "f1g.bin")
+# Compressible text (a stylesheet), for the dynamic-compression workloads: deterministic, so every run serves the same bytes.
+TEXT_FILES = {"f64k.css": 64 * KIB}
 # The load shapes a --smoke run puts through its one short round when no workloads are named.
 SMOKE_WORKLOADS = ("h1-1k", "h1-1k-p16", "h1-1m", "h1-1m-ranges4", "h1tls-1k", "h2-1x70-1k", "h2c-1x70-1k", "h2-16x100-mixed")
 # 20 files spread evenly over 1..85 KiB: a page's worth of scripts, styles and images.
@@ -143,6 +149,15 @@ WORKLOADS = [
              headers=(MULTI_RANGE,)),
     Workload("h2-1x16-1m-ranges4", "h2", "HTTP/2 TLS, 1 conn x 16 streams, 1 MiB, 4 ranges (multipart/byteranges)", "h2load", "f1m.bin", 1, 16,
              ratio_metric="mbps", headers=(MULTI_RANGE,)),
+    # Dynamic compression (issue 13): a 64 KiB stylesheet asked for gzip (what nginx's `gzip on` does), brotli (FastFiles
+    # only: Debian's nginx has no brotli), and with no Accept-Encoding (the identity path of a compressible file).
+    Workload("h1-64k-css", "http1", "HTTP/1.1 keep-alive, 64 KiB CSS, no Accept-Encoding", "wrk", "f64k.css", connections=32),
+    Workload("h1-64k-css-gzip", "http1", "HTTP/1.1 keep-alive, 64 KiB CSS, Accept-Encoding: gzip", "wrk", "f64k.css", connections=32,
+             headers=("Accept-Encoding: gzip",)),
+    Workload("h1-64k-css-br", "http1", "HTTP/1.1 keep-alive, 64 KiB CSS, Accept-Encoding: br", "wrk", "f64k.css", connections=32,
+             headers=("Accept-Encoding: br",)),
+    Workload("h2-1x70-64k-css-gzip", "h2", "HTTP/2 TLS, 1 conn x 70 streams, 64 KiB CSS, Accept-Encoding: gzip", "h2load", "f64k.css", 1, 70,
+             headers=("Accept-Encoding: gzip",)),
     Workload("h2-1x1-1k", "h2", "HTTP/2 TLS, 1 conn x 1 stream, 1 KiB", "h2load", "f1k.bin", 1, 1),
     Workload("h2-1x1-64k", "h2", "HTTP/2 TLS, 1 conn x 1 stream, 64 KiB", "h2load", "f64k.bin", 1, 1),
     Workload("h2-16x100-mixed", "h2", "HTTP/2 TLS, 16 conns x 100 streams, 20 files of 1-85 KiB", "h2load", None, 16, 100),
@@ -274,6 +289,11 @@ def make_files(root: Path, huge: set[str]) -> dict[str, str]:
     for name in HUGE_FILES:
         if name not in huge:
             files.pop(name)
+    for rel, size in TEXT_FILES.items():
+        text = stylesheet(size).encode("ascii")
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(text)
+        hashes[rel] = hashlib.sha256(text).hexdigest()
     for rel, size in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -287,6 +307,21 @@ def make_files(root: Path, huge: set[str]) -> dict[str, str]:
                 left -= len(chunk)
         hashes[rel] = digest.hexdigest()
     return hashes
+
+
+def stylesheet(size: int) -> str:
+    """CSS-like rules from a fixed seed, cut to size bytes: compresses about as well as real stylesheets (4-6x)."""
+    rng = random.Random(13)
+    rules = []
+    length = 0
+    i = 0
+    while length < size:
+        rule = (f".c{i}-{rng.randrange(1000)} {{ color: #{rng.randrange(0xffffff):06x}; "
+                f"margin: {rng.randrange(40)}px {rng.randrange(40)}px; }}\n")
+        rules.append(rule)
+        length += len(rule)
+        i += 1
+    return "".join(rules)[:size]
 
 
 def make_certificate(work: Path) -> tuple[Path, Path]:
@@ -356,6 +391,10 @@ def start_server(server: Server, work: Path, files: Path, cert: Path, key: Path)
                                http_port=server.http_port, https_port=server.https_port, h2c_port=server.h2c_port)
         if server.name == "nginx-nosendfile":
             conf = conf.replace("    sendfile on;\n", "    sendfile off;\n")
+        if server.name == "nginx-gzip":
+            # nginx compresses each response anew, at gzip_comp_level 1 unless told otherwise; Vary as FastFiles sends it.
+            conf = conf.replace("    sendfile on;\n", "    sendfile on;\n    gzip on;\n    gzip_vary on;\n    gzip_min_length 1024;\n"
+                                "    gzip_types text/css text/javascript application/javascript application/json image/svg+xml;\n")
         (prefix / "nginx.conf").write_text(conf)
         server.proc = CHILDREN.start(pin + ["nginx", "-p", str(prefix), "-c", str(prefix / "nginx.conf")], server.log_path)
     elif server.name == "caddy":
@@ -429,6 +468,13 @@ def verify(server: Server, hashes: dict[str, str], work: Path) -> list[str]:
                 failures.append(f"{server.name} {rel} {label}: HTTP/{version}, expected HTTP/{want_version}")
             if sha256_file(out) != hashes[rel]:
                 failures.append(f"{server.name} {rel} {label}: sha256 mismatch")
+    # The stylesheet with every coding curl decodes offered: identical bytes once decoded, whatever was chosen.
+    if "f64k.css" in hashes:
+        for label, options, url, _ in protocols:
+            argv = ["curl", "-sS", "--noproxy", "*", "--compressed", "-o", str(out), "-w", "%{http_code}", "--max-time", "60"]
+            result = run(argv + options + [url("f64k.css")], check=False)
+            if result.returncode != 0 or result.stdout != "200" or sha256_file(out) != hashes["f64k.css"]:
+                failures.append(f"{server.name} f64k.css {label} --compressed: rc={result.returncode} status={result.stdout}")
     # One range request, since every configuration claims range support.
     result = run(["curl", "-sS", "--noproxy", "*", "-o", str(out), "-w", "%{http_code}", "-r", "100-1123", server.url("f64k.bin", False)], check=False)
     expected = (Path(work / "files" / "f64k.bin").read_bytes())[100:1124]
@@ -619,7 +665,7 @@ def summarize(results: dict, workloads: list[Workload], configs: list[str]) -> d
 
 
 def write_tables(out: Path, summary: dict, workloads: list[Workload], configs: list[str], header: str) -> None:
-    dotnet = [c for c in configs if c not in PEERS]
+    dotnet = [c for c in configs if c not in PEERS + OPTIONAL_PEERS]
     groups = {"http1": ("HTTP/1.1 keep-alive (wrk)", "http1.md"), "h2": ("HTTP/2 over TLS (h2load)", "h2.md"),
               "h2c": ("HTTP/2 cleartext, prior knowledge (h2load)", "h2c.md")}
     for group, (title, filename) in groups.items():
@@ -769,7 +815,7 @@ def main() -> int:
             args.workloads = ",".join(SMOKE_WORKLOADS)
 
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
-    unknown = [c for c in configs if c not in DOTNET_MODES + PEERS]
+    unknown = [c for c in configs if c not in DOTNET_MODES + PEERS + OPTIONAL_PEERS]
     if unknown:
         # Modes BenchHost knows but this list does not (new experiments) are still allowed: BenchHost validates them.
         log(f"treating {', '.join(unknown)} as BenchHost modes")
@@ -811,7 +857,7 @@ def main() -> int:
     cert, key = make_certificate(work)
 
     # Three ports per server from --base-port: HTTP/1.1, TLS (HTTP/1.1 and h2), h2c.
-    servers = [Server(c, *range(args.base_port + 3 * i, args.base_port + 3 * i + 3), is_dotnet=c not in PEERS)
+    servers = [Server(c, *range(args.base_port + 3 * i, args.base_port + 3 * i + 3), is_dotnet=c not in PEERS + OPTIONAL_PEERS)
                for i, c in enumerate(configs)]
     for s in servers:
         log(f"starting {s.name} (http :{s.http_port}, https :{s.https_port}, h2c :{s.h2c_port})")

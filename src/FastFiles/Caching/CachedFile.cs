@@ -12,6 +12,9 @@ internal sealed class CachedFile
 {
     private long _validatedAt;
     private long _lastAccess;
+    private int _available;
+    private int _pending;
+    private int _queued;
 
     public CachedFile(
         string key,
@@ -21,7 +24,8 @@ internal sealed class CachedFile
         FileStamp?[] sidecarStamps,
         FileResponseSettings settings,
         bool probesSidecars,
-        long now)
+        long now,
+        ContentCodings compressible = ContentCodings.None)
     {
         ProbesSidecars = probesSidecars;
         Key = key;
@@ -33,13 +37,19 @@ internal sealed class CachedFile
         Settings = settings;
         _validatedAt = now;
         _lastAccess = now;
+        ContentCodings available = ContentCodings.None;
         foreach (FileVersion? variant in variants)
         {
             if (variant is not null)
             {
-                Available |= Sidecar.FromToken(variant.ContentEncoding);
+                available |= Sidecar.FromToken(variant.ContentEncoding);
             }
         }
+
+        _available = (int)available;
+
+        // Sidecars on disk win: only codings without a usable sidecar are made in memory.
+        _pending = (int)(compressible & ~available);
 
         ContentBytes = (identity.Content?.Length ?? 0) + variants.Sum(v => (long)(v?.Content?.Length ?? 0));
     }
@@ -50,7 +60,10 @@ internal sealed class CachedFile
 
     public FileVersion Identity { get; }
 
-    /// <summary>Usable sidecars by <see cref="Sidecar"/> index (br, zstd, gzip); null where absent or stale.</summary>
+    /// <summary>
+    /// Usable variants by <see cref="Sidecar"/> index (br, zstd, gzip): sidecars, and variants compressed in memory once
+    /// <see cref="Publish"/> adds them; null where absent or stale.
+    /// </summary>
     public FileVersion?[] Variants { get; }
 
     /// <summary>What was on disk for each sidecar name when the entry was built (null: no file).</summary>
@@ -62,11 +75,16 @@ internal sealed class CachedFile
     /// <summary>Whether sidecars were looked for (precompressed files enabled), and so must be re-checked.</summary>
     public bool ProbesSidecars { get; }
 
-    public ContentCodings Available { get; }
+    /// <summary>The codings <see cref="Variants"/> holds.</summary>
+    public ContentCodings Available => (ContentCodings)Volatile.Read(ref _available);
+
+    /// <summary>Codings to be compressed in memory for this version and not made yet (none once made or found not worth it).</summary>
+    public ContentCodings Pending => (ContentCodings)Volatile.Read(ref _pending);
 
     public FileResponseSettings Settings { get; }
 
-    public long ContentBytes { get; }
+    /// <summary>Bytes of content held: the identity's and every variant's. Changes only under the cache's write lock.</summary>
+    public long ContentBytes { get; private set; }
 
     /// <summary>
     /// Response bytes a connection-level consumer of this cache (the static lane) prebuilt for this entry; they live
@@ -110,6 +128,27 @@ internal sealed class CachedFile
         }
     }
 
+    /// <summary>Claims this entry's one place in the compression queue; false when it already has it.</summary>
+    public bool TryMarkQueued() => Interlocked.Exchange(ref _queued, 1) == 0;
+
+    /// <summary>Gives the place back (the queue was full), so a later request may queue the entry again.</summary>
+    public void UnmarkQueued() => Volatile.Write(ref _queued, 0);
+
+    /// <summary>
+    /// Adds a variant compressed from this entry's own version (called under the cache's write lock): the variant is
+    /// visible before its coding is announced in <see cref="Available"/>.
+    /// </summary>
+    public void Publish(ContentCodings coding, FileVersion variant)
+    {
+        Volatile.Write(ref Variants[Sidecar.IndexOf(coding)], variant);
+        ContentBytes += variant.Content!.Length;
+        Interlocked.Or(ref _available, (int)coding);
+        Settle(coding);
+    }
+
+    /// <summary>Stops waiting for <paramref name="coding"/>: made, or not worth keeping.</summary>
+    public void Settle(ContentCodings coding) => Interlocked.And(ref _pending, ~(int)coding);
+
     public FileVersion Select(ContentCodings coding)
-        => coding == ContentCodings.None ? Identity : Variants[Sidecar.IndexOf(coding)] ?? Identity;
+        => coding == ContentCodings.None ? Identity : Volatile.Read(ref Variants[Sidecar.IndexOf(coding)]) ?? Identity;
 }

@@ -18,7 +18,7 @@ namespace FastFiles.Caching;
 /// Content is read once with the stamp taken before and after; if the file changed while it was read the bytes
 /// are not cached. A cached version is immutable, so one response never mixes two versions.
 /// </remarks>
-internal sealed class FileCache : IDisposable, ICacheGauges
+internal sealed partial class FileCache : IDisposable, ICacheGauges
 {
     private readonly ConcurrentDictionary<string, CachedFile> _entries = new(StringComparer.Ordinal);
     private readonly Lock _writeLock = new();
@@ -39,8 +39,11 @@ internal sealed class FileCache : IDisposable, ICacheGauges
     private long _generation;
     private int _openHandles;
 
-    public FileCache(PhysicalFileSource source, string keyPrefix, FastFilesOptions options, FastFilesMetrics metrics, ILogger logger, bool contentHashETags = false)
+    public FileCache(
+        PhysicalFileSource source, string keyPrefix, FastFilesOptions options, FastFilesMetrics metrics, ILogger logger, bool contentHashETags = false,
+        CompressionPolicy? compression = null)
     {
+        _compression = compression;
         _contentHashETags = contentHashETags;
         _source = source;
         _keyPrefix = keyPrefix;
@@ -49,6 +52,11 @@ internal sealed class FileCache : IDisposable, ICacheGauges
         _logger = logger;
         _revalidateAfterMs = Math.Max(0, (long)options.FileCacheRevalidationInterval.TotalMilliseconds);
         _watcher = StartWatcher();
+        if (compression is not null)
+        {
+            _compressionQueue = StartCompressor();
+        }
+
         metrics.Register(this);
     }
 
@@ -112,7 +120,7 @@ internal sealed class FileCache : IDisposable, ICacheGauges
             identity = Snapshot(key, opened!, ref torn);
             for (int i = 0; precompressed && i < Sidecar.All.Length; i++)
             {
-                (_, string suffix, string token) = Sidecar.All[i];
+                (_, string suffix, string token, _) = Sidecar.All[i];
                 string sidecarPath = subpath + suffix;
                 if (!FileStamp.TryGet(_source.MapPath(sidecarPath), out FileStamp stamp) || stamp.IsDirectory)
                 {
@@ -134,9 +142,13 @@ internal sealed class FileCache : IDisposable, ICacheGauges
             }
         }
 
-        bool vary = Array.Exists(stamps, s => s is not null);
+        // A compressible file varies by Accept-Encoding from its first response on, before its variants exist: a cache
+        // must never keep the identity response as the only representation (RFC 9110 12.5.5).
+        ContentCodings compressible = _compression?.CodingsFor(settings.ContentType, identity.Length) ?? ContentCodings.None;
+        bool vary = compressible != ContentCodings.None || Array.Exists(stamps, s => s is not null);
         var entry = new CachedFile(
-            key, identity.PhysicalPath!, identity, variants, stamps, settings with { VaryAcceptEncoding = vary, LogName = subpath }, precompressed, Environment.TickCount64);
+            key, identity.PhysicalPath!, identity, variants, stamps, settings with { VaryAcceptEncoding = vary, LogName = subpath }, precompressed,
+            Environment.TickCount64, compressible);
 
         // A change raced with the build: keep the entry for this response but make the next one re-check.
         if (torn || Interlocked.Read(ref _generation) != generation)
@@ -431,6 +443,7 @@ internal sealed class FileCache : IDisposable, ICacheGauges
     public void Dispose()
     {
         _stopping.Cancel();
+        _compressionQueue?.Writer.TryComplete();
         _watcher?.Dispose();
         _metrics.Unregister(this);
         Clear();

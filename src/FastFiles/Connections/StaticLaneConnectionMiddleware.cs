@@ -285,13 +285,13 @@ internal sealed class StaticLaneConnectionMiddleware
             return false;
         }
 
-        // Accept-Encoding is consulted only when the file has sidecars, as UseFastFiles does (RFC 9110 12.5.3).
+        // Accept-Encoding is consulted only when the file has (or will have) variants, as UseFastFiles does (RFC 9110 12.5.3).
         StaticLaneResponse response = responses![0];
-        if (entry!.Available != ContentCodings.None)
+        if (entry!.Available != ContentCodings.None || entry.Pending != ContentCodings.None)
         {
             Span<char> chars = stackalloc char[request.AcceptEncoding.Length];
             System.Text.Ascii.ToUtf16(request.AcceptEncoding, chars, out _);
-            ContentCodings coding = AcceptEncoding.Parse(chars).Select(entry.Available);
+            ContentCodings coding = root.Cache.Negotiate(entry, AcceptEncoding.Parse(chars));
             if (coding != ContentCodings.None)
             {
                 response = responses[1 + Sidecar.IndexOf(coding)];

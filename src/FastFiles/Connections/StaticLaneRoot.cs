@@ -22,7 +22,7 @@ internal sealed class StaticLaneRoot : IDisposable
 
     public StaticLaneRoot(
         string physicalPath, string requestPath, bool followSymlinksOutsideRoot, bool precompressed, StaticFilePolicy policy,
-        FastFilesOptions fastFiles, bool serverHeader, FastFilesMetrics metrics, ILogger logger)
+        FastFilesOptions fastFiles, bool serverHeader, FastFilesMetrics metrics, ILogger logger, CompressionPolicy? compression = null)
     {
         string physical = Path.GetFullPath(physicalPath);
         if (!Directory.Exists(physical))
@@ -40,7 +40,7 @@ internal sealed class StaticLaneRoot : IDisposable
         _policy = policy;
         _precompressed = precompressed;
         _serverHeader = serverHeader;
-        Cache = new FileCache(new PhysicalFileSource(physical, followSymlinksOutsideRoot), _requestPath, fastFiles, metrics, logger);
+        Cache = new FileCache(new PhysicalFileSource(physical, followSymlinksOutsideRoot), _requestPath, fastFiles, metrics, logger, compression: compression);
     }
 
     public FileCache Cache { get; }
@@ -75,23 +75,30 @@ internal sealed class StaticLaneRoot : IDisposable
             entry = built;
         }
 
-        if (entry.Prebuilt is StaticLaneResponse[] prebuilt)
+        // Dynamic compression adds variants to a live entry: responses built before one was published are built again.
+        ContentCodings available = entry.Available;
+        if (entry.Prebuilt is Prebuilt prebuilt && prebuilt.Available == available)
         {
-            responses = prebuilt;
+            responses = prebuilt.Responses;
             return true;
         }
 
-        // Index 0 is the identity version, then one per sidecar coding; racing builders produce equal arrays.
+        // Index 0 is the identity version, then one per coding; racing builders produce equal arrays.
         responses = new StaticLaneResponse[1 + entry.Variants.Length];
         responses[0] = new StaticLaneResponse(entry.Identity, entry.Settings, _serverHeader);
         for (int i = 0; i < entry.Variants.Length; i++)
         {
-            responses[i + 1] = entry.Variants[i] is { } variant ? new StaticLaneResponse(variant, entry.Settings, _serverHeader) : responses[0];
+            responses[i + 1] = (available & Sidecar.All[i].Coding) != 0 && entry.Select(Sidecar.All[i].Coding) is { ContentEncoding: not null } variant
+                ? new StaticLaneResponse(variant, entry.Settings, _serverHeader)
+                : responses[0];
         }
 
-        entry.Prebuilt = responses;
+        entry.Prebuilt = new Prebuilt(available, responses);
         return true;
     }
 
     public void Dispose() => Cache.Dispose();
+
+    /// <summary>The responses built for an entry, and which of its codings they cover.</summary>
+    private sealed record Prebuilt(ContentCodings Available, StaticLaneResponse[] Responses);
 }

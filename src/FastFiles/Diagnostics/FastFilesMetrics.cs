@@ -38,6 +38,7 @@ internal sealed class FastFilesMetrics
     private readonly Counter<long> _laneBytes;
     private readonly Counter<long> _laneHandOffs;
     private readonly Counter<long> _connectionsRefused;
+    private readonly Counter<long> _compressed;
     private readonly List<ICacheGauges> _caches = [];
     private Func<long>? _sendPathBlocks;
 
@@ -71,6 +72,9 @@ internal sealed class FastFilesMetrics
             "fastfiles.connections.refused", "{connection}", "Connections closed on arrival because their socket fell within the descriptor reserve.");
         _laneRequests = meter.CreateCounter<long>("fastfiles.lane.requests", "{request}", "Requests answered by the HTTP/1.1 static lane.");
         _laneBytes = meter.CreateCounter<long>("fastfiles.lane.bytes", "By", "Response bytes (headers and bodies) written by the static lane.");
+        _compressed = meter.CreateCounter<long>(
+            "fastfiles.compression.variants", "{variant}",
+            "Content-coded variants made by dynamic compression, by coding and outcome (published, not_smaller, changed, stale, over_budget, queue_full, failed).");
         _laneHandOffs = meter.CreateCounter<long>(
             "fastfiles.lane.handoffs", "{connection}", "Connections the static lane handed to Kestrel, by reason (fastfiles.lane.reason).");
     }
@@ -128,6 +132,20 @@ internal sealed class FastFilesMetrics
     public void ConnectionRefused() => _connectionsRefused.Add(1);
 
     public void LaneHandedOff(string reason) => _laneHandOffs.Add(1, new KeyValuePair<string, object?>("fastfiles.lane.reason", reason));
+
+    /// <summary>One variant's fate; <paramref name="coding"/> is null for outcomes that concern a whole file (queue_full, failed).</summary>
+    public void Compressed(string? coding, string outcome)
+    {
+        var outcomeTag = new KeyValuePair<string, object?>("fastfiles.compression.outcome", outcome);
+        if (coding is null)
+        {
+            _compressed.Add(1, outcomeTag);
+        }
+        else
+        {
+            _compressed.Add(1, outcomeTag, new KeyValuePair<string, object?>("fastfiles.compression.coding", coding));
+        }
+    }
 
     public void Register(ICacheGauges cache)
     {

@@ -110,6 +110,18 @@ internal sealed class FileVersion : IDisposable
     public FileVersion ForCache(byte[]? content, SharedFileHandle? sharedHandle = null, ContentHash? contentHash = null)
         => new(PhysicalPath, null, null, Stamp, ContentEncoding, content, _stampETag, LastModifiedHeader, sharedHandle, contentHash);
 
+    /// <summary>
+    /// A content-coded variant of this (identity) version made in memory: <paramref name="content"/> are the encoded
+    /// bytes. It keeps this version's Last-Modified, and its strong ETag is the identity's modification time with the
+    /// encoded length and the coding (or the content hash of the encoded bytes), so each coding of each version has
+    /// its own tag, as sidecars do (RFC 9110 8.8.3.3).
+    /// </summary>
+    public FileVersion CompressedVariant(byte[] content, string contentEncoding, ContentHash? contentHash)
+    {
+        FileStamp stamp = Stamp with { Length = content.Length };
+        return new FileVersion(PhysicalPath, null, null, stamp, contentEncoding, content, null, LastModifiedHeader, null, contentHash);
+    }
+
     /// <summary>Gives a version opened for one request its content-hash validator (before any response uses it).</summary>
     public void UseContentHash(ContentHash contentHash) => ContentHash = contentHash;
 

@@ -12,8 +12,11 @@ internal enum ContentCodings
     Gzip = 1 << 2,
 }
 
-/// <summary>One content coding: its flag, the suffix of its sidecar file and its Content-Encoding token.</summary>
-internal sealed record ContentCoding(ContentCodings Coding, string Suffix, string Token);
+/// <summary>
+/// One content coding: its flag, the suffix of its sidecar file, its Content-Encoding token, and whether FastFiles can
+/// produce it itself (System.IO.Compression has brotli and gzip encoders; zstd is served from sidecars only).
+/// </summary>
+internal sealed record ContentCoding(ContentCodings Coding, string Suffix, string Token, bool Producible);
 
 /// <summary>
 /// The one table of content codings and their sidecar files (the file beside <c>app.js</c> named <c>app.js.br</c>),
@@ -24,10 +27,13 @@ internal static class Sidecar
     /// <summary>Every coding; a coding's index here is the index of its bit in <see cref="ContentCodings"/>.</summary>
     public static readonly ContentCoding[] All =
     [
-        new(ContentCodings.Brotli, ".br", "br"),
-        new(ContentCodings.Zstd, ".zst", "zstd"),
-        new(ContentCodings.Gzip, ".gz", "gzip"),
+        new(ContentCodings.Brotli, ".br", "br", Producible: true),
+        new(ContentCodings.Zstd, ".zst", "zstd", Producible: false),
+        new(ContentCodings.Gzip, ".gz", "gzip", Producible: true),
     ];
+
+    /// <summary>The codings dynamic compression can make when a file has no sidecar for them.</summary>
+    public static readonly ContentCodings Producible = All.Where(c => c.Producible).Aggregate(ContentCodings.None, (all, c) => all | c.Coding);
 
     /// <summary>The index in <see cref="All"/> of a single coding.</summary>
     public static int IndexOf(ContentCodings coding) => BitOperations.TrailingZeroCount((uint)coding);

@@ -30,6 +30,23 @@ public sealed class FastStaticFileOptions
         + @"|/(?=[0-9a-f]{0,63}[0-9])(?=[0-9a-f]{0,63}[a-f])[0-9a-f]{16,64}\.[A-Za-z0-9]+$"
         + @"|-(?=[A-Za-z0-9_-]{0,7}[0-9])(?=[A-Za-z0-9_-]{0,7}[A-Z])(?=[0-9_-]{0,7}[A-Za-z][A-Za-z0-9_-]{0,6}[A-Za-z])(?![A-Za-z]+[0-9]+\.)[A-Za-z0-9_-]{8}\.[A-Za-z0-9]+$";
 
+    /// <summary>
+    /// The media types <see cref="EnableDynamicCompression"/> compresses when <see cref="CompressibleContentTypes"/> is not
+    /// set: every <c>text/*</c> type (HTML, CSS, JavaScript, plain text, CSV, XML, Markdown, ...), JSON and its relatives,
+    /// JavaScript's legacy type, SVG, XML, XHTML, RSS and Atom, WebAssembly, icons, and the uncompressed font formats
+    /// (TrueType, OpenType, EOT). Formats that are compressed already (images, audio, video, WOFF2, archives) gain nothing.
+    /// </summary>
+    public static readonly IReadOnlyList<string> DefaultCompressibleContentTypes =
+    [
+        "text/*",
+        "application/javascript", "application/x-javascript",
+        "application/json", "application/manifest+json", "application/ld+json", "application/geo+json", "application/problem+json",
+        "application/xml", "application/xhtml+xml", "application/rss+xml", "application/atom+xml", "image/svg+xml",
+        "application/wasm",
+        "image/x-icon", "image/vnd.microsoft.icon", "image/bmp",
+        "font/ttf", "font/otf", "application/x-font-ttf", "application/vnd.ms-fontobject",
+    ];
+
     /// <summary>The Cache-Control value sent for fingerprinted paths.</summary>
     public const string ImmutableCacheControl = "public, max-age=31536000, immutable";
 
@@ -92,6 +109,48 @@ public sealed class FastStaticFileOptions
     /// <remarks>Defaults to <see langword="true"/>.</remarks>
     public bool EnablePrecompressedFiles { get; set; } = true;
 
+    /// <summary>
+    /// Whether files of a compressible type (<see cref="CompressibleContentTypes"/>) between
+    /// <see cref="DynamicCompressionMinimumSize"/> and <see cref="DynamicCompressionMaximumSize"/> are also sent brotli- or
+    /// gzip-encoded when the request's Accept-Encoding prefers it and no sidecar (<see cref="EnablePrecompressedFiles"/>)
+    /// provides that coding: sidecars on disk always win. Each file version is compressed once, in the background, and
+    /// its variants are kept in the file cache (within <c>FastFilesOptions.FileCacheSizeLimit</c>); until they are made
+    /// the file is sent as it is. Variants are served like sidecars: <c>Content-Encoding</c>, <c>Vary: Accept-Encoding</c>
+    /// on every response for the file, an ETag of their own, ranges, conditional requests.
+    /// </summary>
+    /// <remarks>
+    /// Defaults to <see langword="false"/>: it spends CPU once per file version and cache memory per variant, and adds
+    /// <c>Vary</c> to compressible responses, so it is opted into (as nginx's <c>gzip</c>). Needs the file cache
+    /// (<c>FastFilesOptions.EnableFileCache</c>) and a physical root; other roots are sent as they are. Levels are
+    /// <c>FastFilesOptions.BrotliCompressionQuality</c> and <c>FastFilesOptions.GzipCompressionLevel</c>.
+    /// </remarks>
+    public bool EnableDynamicCompression { get; set; }
+
+    /// <summary>
+    /// The media types <see cref="EnableDynamicCompression"/> compresses, compared without parameters and ignoring case;
+    /// an entry ending in <c>/*</c> (<c>text/*</c>) matches every subtype.
+    /// </summary>
+    /// <remarks>Defaults to <see langword="null"/>: <see cref="DefaultCompressibleContentTypes"/>.</remarks>
+    public IList<string>? CompressibleContentTypes { get; set; }
+
+    /// <summary>Files smaller than this many bytes are not compressed by <see cref="EnableDynamicCompression"/>.</summary>
+    /// <remarks>
+    /// Defaults to 1024. Below about 1 KiB a response fits one TCP segment either way, so compressing saves no round trip
+    /// (Caddy's <c>encode</c> uses 512 bytes, IIS 2,700).
+    /// </remarks>
+    public long DynamicCompressionMinimumSize { get; set; } = 1024;
+
+    /// <summary>Files larger than this many bytes are not compressed by <see cref="EnableDynamicCompression"/>.</summary>
+    /// <remarks>
+    /// Defaults to 8 MiB: a file is read into memory to be compressed, and its variants share the cache's 64 MiB default
+    /// budget with every other file (a variant larger than a quarter of the budget is not kept). Larger text files
+    /// (data dumps, source maps) are better served from sidecars made at build time.
+    /// </remarks>
+    public long DynamicCompressionMaximumSize { get; set; } = 8L * 1024 * 1024;
+
+    /// <summary>Runs after a variant is encoded and before it is published (file sub-path, coding token): a test seam.</summary>
+    internal Func<string, string, Task>? DynamicCompressionHook { get; set; }
+
     /// <summary>The Cache-Control value for files that do not match <see cref="FingerprintPattern"/>.</summary>
     /// <remarks>Defaults to <see langword="null"/>: no Cache-Control header.</remarks>
     public string? CacheControl { get; set; }
@@ -117,6 +176,13 @@ public sealed class FastStaticFileOptions
     /// providers keep modification-time tags.
     /// </remarks>
     public bool EnableContentHashETags { get; set; }
+
+    /// <summary>Which files get dynamically compressed variants and how, or null when <see cref="EnableDynamicCompression"/> is off.</summary>
+    internal FastFiles.Caching.CompressionPolicy? CreateCompressionPolicy(FastFilesOptions fastFiles)
+        => EnableDynamicCompression
+            ? new((IEnumerable<string>?)CompressibleContentTypes ?? DefaultCompressibleContentTypes, DynamicCompressionMinimumSize, DynamicCompressionMaximumSize,
+                fastFiles.BrotliCompressionQuality, fastFiles.GzipCompressionLevel) { BeforePublish = DynamicCompressionHook }
+            : null;
 
     /// <summary>The per-file decisions these options make (content type, Cache-Control), shared by UseFastFiles and the static lane.</summary>
     internal FastFiles.Http.StaticFilePolicy CreatePolicy()
