@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The fault and abuse suite (issue 10): runs each case against the FastFiles sample as shipped and against stock
 # UseStaticFiles (the bench host's "stock" mode), on loopback, bounded in time, and writes the figures side by side.
-#   eng/reliability.sh [--ci | --short | --long] [--base-port 22000] [--out DIR] [--no-build] [--cases a,b] [--servers fastfiles,stock]
+#   eng/reliability.sh [--ci | --short | --long] [--base-port 22000] [--out DIR] [--no-build] [--cases a,b] [--servers fastfiles,stock] [--soak REQUESTS]
 # --ci (about a minute and a half) runs the quick cases against the sample only and fails on any broken promise;
 # --short (about three minutes per server) runs every case with small counts; --long is for runs by hand
 # (40 slow readers for 30 s, 500 slowloris connections past the 30 s header timeout, 3000 resets, a 10 million
 # request soak). Needs dotnet, node, h2load, curl, openssl, prlimit. Put load runs under the bench lock on shared machines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mode=short base=22000 out="" build=1 cases="" servers="fastfiles stock"
+mode=short base=22000 out="" build=1 cases="" servers="fastfiles stock" soak_requests=""
 while (($#)); do
   case "$1" in
     --ci) mode=ci ;;
@@ -19,6 +19,7 @@ while (($#)); do
     --no-build) build=0 ;;
     --cases) cases=$2; shift ;;
     --servers) servers=${2//,/ }; shift ;;
+    --soak) soak_requests=$2; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -153,6 +154,7 @@ soak() {
 all_cases=${cases:-slow-readers,slowloris,reset,churn,hostile,h2-abuse,soak,exhaustion,shutdown}
 soak_total=200000
 [[ $mode == long ]] && soak_total=10000000
+soak_total=${soak_requests:-$soak_total}
 results=$out/results.json
 for name in $servers; do
   start "$name"
