@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using FastFiles.Diagnostics;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Hosting.Server;
@@ -112,7 +113,8 @@ internal static class ConnectionPartsCoverage
             return;
         }
 
-        options.ConfigureEndpointDefaults(listen =>
+        state.Options = options;
+        state.Defaults = listen =>
         {
             // Code endpoints run this callback while Kestrel is configured, before the addresses are known (their own
             // UseHttps may follow); endpoints from Kestrel:Endpoints get the parts from FastFiles' loader callback.
@@ -125,7 +127,12 @@ internal static class ConnectionPartsCoverage
 
             if (https)
             {
-                listen.UseHttps();
+                // An app's own endpoint-defaults callback ran first and may have added TLS already.
+                if (!IsTls(listen))
+                {
+                    listen.UseHttps();
+                }
+
                 applyParts(listen, true);
                 Covered(listen);
                 Log.UrlEndpointConnections(CreateLogger(services), parts, NameOf(listen));
@@ -134,8 +141,64 @@ internal static class ConnectionPartsCoverage
             {
                 applyParts(listen, false);
             }
-        });
+        };
+        InstallDefaults(state, CreateLogger(services));
     }
+
+    /// <summary>
+    /// Called once the app has configured Kestrel (while the pipeline is built, before binding): an app callback given
+    /// to <c>ConfigureEndpointDefaults</c> after FastFiles' replaced FastFiles' callback; both run again from here.
+    /// </summary>
+    public static void EnsureEndpointDefaults(KestrelServerOptions options, IServiceProvider services)
+    {
+        State state = StateOf(options);
+        if (state.Defaults is not null)
+        {
+            InstallDefaults(state, CreateLogger(services));
+        }
+    }
+
+    // Kestrel keeps one endpoint-defaults callback: ConfigureEndpointDefaults replaces it and the getter is internal
+    // (KestrelServerOptions.EndpointDefaults in .NET 10). Reading it lets both the app's callback and FastFiles' run,
+    // the app's first (as if FastFiles' were its last line), whichever was registered first.
+    private static void InstallDefaults(State state, ILogger logger)
+    {
+        KestrelServerOptions options = state.Options!;
+        Action<ListenOptions> current;
+        try
+        {
+            current = EndpointDefaults(options);
+        }
+        catch (MissingMemberException)
+        {
+            // A Kestrel without the property: take the slot as before, and say what that costs once.
+            if (state.Installed is null)
+            {
+                Log.EndpointDefaultsNotComposed(logger);
+                state.Installed = state.Defaults;
+                options.ConfigureEndpointDefaults(state.Defaults!);
+            }
+
+            return;
+        }
+
+        if (ReferenceEquals(current, state.Installed))
+        {
+            return;
+        }
+
+        Action<ListenOptions> fastFiles = state.Defaults!;
+        Action<ListenOptions> composed = listen =>
+        {
+            current(listen);
+            fastFiles(listen);
+        };
+        state.Installed = composed;
+        options.ConfigureEndpointDefaults(composed);
+    }
+
+    [UnsafeAccessor(UnsafeAccessorKind.Method, Name = "get_EndpointDefaults")]
+    private static extern Action<ListenOptions> EndpointDefaults(KestrelServerOptions options);
 
     // After the server has bound: every HTTPS address Kestrel listens on either got the parts or is named here.
     private static void Check(IServiceProvider services, State state)
@@ -245,6 +308,13 @@ internal static class ConnectionPartsCoverage
         public bool AddressesSeen => Addresses is not null;
 
         public bool Registered;
+
+        public KestrelServerOptions? Options;
+
+        // FastFiles' endpoint-defaults callback, and the delegate last put in Kestrel's slot (it includes the former).
+        public Action<ListenOptions>? Defaults;
+
+        public Action<ListenOptions>? Installed;
 
         public string Parts = string.Empty;
 

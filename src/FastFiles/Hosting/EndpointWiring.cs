@@ -96,18 +96,9 @@ internal static class EndpointWiring
         string name = endpoint.ConfigSection.Key;
         if (endpoint.ConfigSection.GetSection("Sni").GetChildren().Any())
         {
-            // Kestrel's SNI selector is internal; taking TLS over here would silently drop the per-host certificates.
-            // A warning when the stage was asked for; record coalescing is on by default and its absence is not news.
-            ConnectionPartsCoverage.NotCovered(endpoint.ListenOptions, reason: null);
-            if (stage is not null)
-            {
-                Log.SniEndpointSkipped(logger, name);
-            }
-            else
-            {
-                Log.SniEndpointNotCoalesced(logger, name);
-            }
-
+            // Kestrel's SNI selector (per-host certificates, protocols and client-certificate modes) is internal; taking
+            // TLS over here would silently drop it. The startup check names the endpoint (warning 6002).
+            ConnectionPartsCoverage.NotCovered(endpoint.ListenOptions, $"it uses SNI (Kestrel:Endpoints:{name}:Sni), and Kestrel's per-host certificate selection cannot be kept when FastFiles adds TLS itself. Bind it in code instead: listenOptions.UseHttps(new TlsHandshakeCallbackOptions {{ OnConnection = ... }}) or UseHttps(https => https.ServerCertificateSelector = ...), followed by .UseFastFilesConnections().");
             return false;
         }
 
