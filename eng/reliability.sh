@@ -52,9 +52,12 @@ trap cleanup EXIT
 if ((build)); then
   dotnet build samples/FastFiles.Sample -c Release -v q -nologo >/dev/null
   dotnet build benchmarks/FastFiles.BenchHost -c Release -v q -nologo >/dev/null
-  dotnet build eng/reliability/MetricsHook -c Release -v q -nologo >/dev/null
 fi
 hook=$PWD/eng/reliability/MetricsHook/bin/Release/net10.0/MetricsHook.dll
+# The startup hook is not part of the solution: built here unless it is there already and --no-build was given.
+if ((build)) || [[ ! -f $hook ]]; then
+  dotnet build eng/reliability/MetricsHook -c Release -v q -nologo >/dev/null
+fi
 sample=samples/FastFiles.Sample/bin/Release/net10.0/FastFiles.Sample.dll
 stock=benchmarks/FastFiles.BenchHost/bin/Release/net10.0/FastFiles.BenchHost.dll
 

@@ -111,7 +111,7 @@ public sealed class GracefulShutdownTests : IDisposable
                 }
 
                 pending.AddRange(chunk.AsSpan(0, read));
-                if (headEnd < 0 && (headEnd = IndexOfHeaderEnd(pending)) >= 0)
+                if (headEnd < 0 && (headEnd = RawHttp.IndexOfHeaderEnd(pending)) >= 0)
                 {
                     length = ContentLength(Encoding.Latin1.GetString([.. pending.GetRange(0, headEnd)]));
                 }
@@ -182,19 +182,6 @@ public sealed class GracefulShutdownTests : IDisposable
         }
 
         return 0;
-    }
-
-    private static int IndexOfHeaderEnd(List<byte> buffer)
-    {
-        for (int i = 3; i < buffer.Count; i++)
-        {
-            if (buffer[i - 3] == '\r' && buffer[i - 2] == '\n' && buffer[i - 1] == '\r' && buffer[i] == '\n')
-            {
-                return i - 3;
-            }
-        }
-
-        return -1;
     }
 
     private static async Task SignalAsync(int pid, string signal)
