@@ -106,10 +106,7 @@ public sealed class StartupWarningTests
 
         Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
         Assert.Equal(0, started.Coalesced.Total);
-        LogCapture.Entry warning = Assert.Single(started.Logs.WithId(TlsPartsNotApplied));
-        Assert.Equal(LogLevel.Warning, warning.Level);
-        Assert.Contains(started.Address, warning.Message, StringComparison.Ordinal);
-        Assert.Contains("AddFastFiles()", warning.Message, StringComparison.Ordinal);
+        AssertEndpointNamedInWarning(started, "AddFastFiles()");
     }
 
     // Kestrel's SNI selection is internal, so FastFiles leaves such an endpoint's TLS to Kestrel and says so.
@@ -134,10 +131,7 @@ public sealed class StartupWarningTests
         // The per-host certificate still answers the handshake.
         Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
         Assert.Equal(0, started.Coalesced.Total);
-        LogCapture.Entry warning = Assert.Single(started.Logs.WithId(TlsPartsNotApplied));
-        Assert.Equal(LogLevel.Warning, warning.Level);
-        Assert.Contains(started.Address, warning.Message, StringComparison.Ordinal);
-        Assert.Contains("Kestrel:Endpoints:Hosts:Sni", warning.Message, StringComparison.Ordinal);
+        AssertEndpointNamedInWarning(started, "Kestrel:Endpoints:Hosts:Sni");
     }
 
     [Fact]
@@ -149,9 +143,7 @@ public sealed class StartupWarningTests
             listen.UseHttps(TestCertificate.Instance);
         }));
 
-        LogCapture.Entry warning = Assert.Single(started.Logs.WithId(TlsPartsNotApplied));
-        Assert.Contains(started.Address, warning.Message, StringComparison.Ordinal);
-        Assert.Contains("before UseHttps()", warning.Message, StringComparison.Ordinal);
+        AssertEndpointNamedInWarning(started, "before UseHttps()");
     }
 
     [Fact]
@@ -327,6 +319,15 @@ public sealed class StartupWarningTests
         Assert.True(sockets.WaitForDataBeforeAllocatingBuffer);
         // Hosting logs "Request starting/finished" at Information unless the profile turned its category off.
         Assert.Equal(!tuned, started.Logs.Entries.Any(e => e.Category == "Microsoft.AspNetCore.Hosting.Diagnostics"));
+    }
+
+    // One startup warning (6002) naming the endpoint and the reason.
+    private static void AssertEndpointNamedInWarning(Started started, string reason)
+    {
+        LogCapture.Entry warning = Assert.Single(started.Logs.WithId(TlsPartsNotApplied));
+        Assert.Equal(LogLevel.Warning, warning.Level);
+        Assert.Contains(started.Address, warning.Message, StringComparison.Ordinal);
+        Assert.Contains(reason, warning.Message, StringComparison.Ordinal);
     }
 
     // Endpoints from --urls, with the test certificate as Kestrel's default (what UseHttps() without arguments uses).
