@@ -16,6 +16,9 @@ internal static partial class Log
     [LoggerMessage(4005, LogLevel.Debug, "Endpoint '{EndpointName}' from configuration: TLS applied by FastFiles with its TLS-side parts (record coalescing, HTTP/2 TLS output stage) behind it.", EventName = "ConfigurationEndpointStaged")]
     public static partial void ConfigurationEndpointStaged(ILogger logger, string endpointName);
 
+    [LoggerMessage(4010, LogLevel.Warning, "Connection refused: its socket is descriptor {Descriptor} of {Limit} (RLIMIT_NOFILE), within the last {Reserve} kept free for files and thread starts; {Suppressed} more such connections since the last warning. Raise the descriptor limit (ulimit -n, LimitNOFILE) or limit connections (KestrelServerLimits.MaxConcurrentConnections).", EventName = "DescriptorReserveReached")]
+    public static partial void DescriptorReserveReached(ILogger logger, long descriptor, long limit, int reserve, long suppressed);
+
     [LoggerMessage(4007, LogLevel.Debug, "Connection {ConnectionId}: a file body of {Length} bytes is copied instead of sent with sendfile: {Reason}.", EventName = "SendPathFallback")]
     public static partial void SendPathFallback(ILogger logger, string connectionId, string reason, long length);
 

@@ -1,3 +1,4 @@
+using FastFiles.Connections;
 using FastFiles.Diagnostics;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
@@ -10,8 +11,8 @@ namespace FastFiles.Hosting;
 
 /// <summary>
 /// How FastFiles' connection parts reach the endpoints Kestrel builds itself: those read from configuration
-/// (<c>Kestrel:Endpoints</c>) and those bound from URLs. Connection middleware order, outermost first: send path
-/// (plaintext only), TLS, record coalescing, static lane, request header cache, output stage.
+/// (<c>Kestrel:Endpoints</c>) and those bound from URLs. Connection middleware order, outermost first: descriptor
+/// reserve, send path (plaintext only), TLS, record coalescing, static lane, request header cache, output stage.
 /// </summary>
 internal static class EndpointWiring
 {
@@ -21,6 +22,7 @@ internal static class EndpointWiring
     /// </summary>
     public static void ApplyToUrlEndpoint(ListenOptions listen, bool https, FastFilesKestrelOptions fastFiles)
     {
+        DescriptorReserveConnectionMiddleware.Use(listen, fastFiles.DescriptorReserve);
         if (!https && fastFiles.EnableZeroCopySendFile)
         {
             listen.UseZeroCopySendFile();
@@ -55,7 +57,10 @@ internal static class EndpointWiring
         {
             loader.Endpoint(endpoint.Key, e =>
             {
-                // Outermost: nothing may wrap the connection between the socket and the send path.
+                // Outermost: a connection within the descriptor reserve is closed before anything is set up for it.
+                DescriptorReserveConnectionMiddleware.Use(e.ListenOptions, fastFiles.DescriptorReserve);
+
+                // Next: nothing may wrap the connection between the socket and the send path.
                 if (fastFiles.EnableZeroCopySendFile && !e.IsHttps)
                 {
                     e.ListenOptions.UseZeroCopySendFile();
