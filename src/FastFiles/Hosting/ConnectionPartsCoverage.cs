@@ -87,6 +87,67 @@ internal static class ConnectionPartsCoverage
     }
 
     /// <summary>
+    /// An HTTPS endpoint from configuration that Kestrel must put TLS on itself (SNI: its per-host selection is
+    /// internal): <paramref name="applyParts"/> runs after Kestrel's TLS once the loader has run, which
+    /// <see cref="CompleteConfigurationEndpoints"/> makes happen before binding. Needs <c>AddFastFiles()</c>, whose
+    /// startup filter calls it; without it the endpoint is named in the startup warning.
+    /// </summary>
+    public static void AfterKestrelTls(ListenOptions listen, string name, Action<ListenOptions> applyParts)
+    {
+        if (listen.ApplicationServices is not { } services || !FastFilesConfiguration.IsRegistered(services))
+        {
+            NotCovered(listen, $"it uses SNI (Kestrel:Endpoints:{name}:Sni), where FastFiles adds its parts after Kestrel's own TLS only when the app calls builder.Services.AddFastFiles().");
+            return;
+        }
+
+        if (listen.KestrelServerOptions is { } server)
+        {
+            State state = StateOf(server);
+            lock (state)
+            {
+                state.AfterTls.Add((listen, name, applyParts));
+            }
+        }
+    }
+
+    /// <summary>
+    /// From the startup filter, after every <c>ConfigureKestrel</c> callback and before binding: when FastFiles'
+    /// parts wait for Kestrel's TLS on SNI endpoints, runs the configuration loader now (Kestrel runs it once, and
+    /// skips it when it has run) so those endpoints exist with their TLS, then adds the parts behind it.
+    /// </summary>
+    public static void CompleteConfigurationEndpoints(KestrelServerOptions options)
+    {
+        State state = StateOf(options);
+        if (options.ConfigurationLoader is not { } loader
+            || !state.Registered
+            || !loader.Configuration.GetSection("Endpoints").GetChildren().Any(e => e.GetSection("Sni").GetChildren().Any()))
+        {
+            return;
+        }
+
+        loader.Load();
+        (ListenOptions Listen, string Name, Action<ListenOptions> Apply)[] waiting;
+        lock (state)
+        {
+            waiting = [.. state.AfterTls];
+            state.AfterTls.Clear();
+        }
+
+        foreach ((ListenOptions listen, string name, Action<ListenOptions> apply) in waiting)
+        {
+            if (IsTls(listen))
+            {
+                apply(listen);
+                Covered(listen);
+            }
+            else
+            {
+                NotCovered(listen, $"it uses SNI (Kestrel:Endpoints:{name}:Sni), and Kestrel did not put TLS on it when its configuration was loaded.");
+            }
+        }
+    }
+
+    /// <summary>
     /// Gives endpoints bound from URLs FastFiles' parts through <paramref name="applyParts"/> (with <see langword="true"/>
     /// for HTTPS, after TLS has been added), and registers the startup check that names the HTTPS endpoints left
     /// without them. Once per server.
@@ -315,6 +376,8 @@ internal static class ConnectionPartsCoverage
         public Action<ListenOptions>? Defaults;
 
         public Action<ListenOptions>? Installed;
+
+        public List<(ListenOptions Listen, string Name, Action<ListenOptions> Apply)> AfterTls { get; } = [];
 
         public string Parts = string.Empty;
 

@@ -101,9 +101,20 @@ internal static class EndpointWiring
         string name = endpoint.ConfigSection.Key;
         if (endpoint.ConfigSection.GetSection("Sni").GetChildren().Any())
         {
-            // Kestrel's SNI selector (per-host certificates, protocols and client-certificate modes) is internal; taking
-            // TLS over here would silently drop it. The startup check names the endpoint (warning 6002).
-            ConnectionPartsCoverage.NotCovered(endpoint.ListenOptions, $"it uses SNI (Kestrel:Endpoints:{name}:Sni), and Kestrel's per-host certificate selection cannot be kept when FastFiles adds TLS itself. Bind it in code instead: listenOptions.UseHttps(new TlsHandshakeCallbackOptions {{ OnConnection = ... }}) or UseHttps(https => https.ServerCertificateSelector = ...), followed by .UseFastFilesConnections().");
+            // Kestrel's SNI selector (per-host certificates, protocols and client-certificate modes) is internal, so
+            // Kestrel keeps adding TLS here; the parts go after its TLS once the loader has run (startup filter).
+            ConnectionPartsCoverage.AfterKestrelTls(endpoint.ListenOptions, name, listen =>
+            {
+                if (coalesceRecords)
+                {
+                    listen.UseTlsRecordCoalescing();
+                }
+
+                if (stage is not null)
+                {
+                    listen.UseHttp2TlsOutputStage(stage);
+                }
+            });
             return false;
         }
 

@@ -30,7 +30,8 @@ public static class FastFilesKestrelServerOptionsExtensions
     /// registered before this call is replaced by FastFiles'); such a callback should end with
     /// <c>.UseHttp2TlsOutputStage()</c>. Calling
     /// <c>KestrelServerOptions.Configure(...)</c> after this call creates a new loader without FastFiles' callbacks.
-    /// Endpoints configured with SNI are left alone and named in the startup warning (Kestrel's SNI selection is internal), and endpoints that appear in configuration
+    /// Endpoints configured with SNI keep Kestrel's own TLS (its SNI selection is internal) and, with <c>AddFastFiles()</c>,
+    /// get the TLS-side parts behind it (without it they are named in the startup warning), and endpoints that appear in configuration
     /// only after this call (configuration reload) are not staged.
     /// </remarks>
     /// <param name="options">Kestrel's options.</param>

@@ -23,6 +23,7 @@ internal sealed class ServerAddressesStartupFilter : IStartupFilter
         {
             ConnectionPartsCoverage.SetAddresses(kestrel, [.. addresses]);
             ConnectionPartsCoverage.EnsureEndpointDefaults(kestrel, services);
+            ConnectionPartsCoverage.CompleteConfigurationEndpoints(kestrel);
         }
 
         next(app);
