@@ -135,14 +135,7 @@ internal static class BenchModes
         },
 
         // Today's defaults; the modes above keep record coalescing off so each differs from its twin in one part only.
-        ["fastfiles-coalesce"] = new(
-            "UseFastFiles with the connection-level parts at their defaults (header cache and TLS record coalescing on, stage off)",
-            services => services.AddFastFiles(),
-            (app, root) => app.UseFastFiles(FastOptions(root)))
-        {
-            Kestrel = kestrel => kestrel.UseFastFilesConnections(),
-            Listen = listen => listen.UseFastFilesConnections(),
-        },
+        ["fastfiles-coalesce"] = Coalesce("UseFastFiles with the connection-level parts at their defaults (header cache and TLS record coalescing on, stage off)"),
 
         // Issue 11: fastfiles-coalesce plus the zero-copy send path on the plaintext endpoint (file bodies of 16 KiB and
         // more sent with sendfile(2); TLS and h2c responses are copied as before).
@@ -206,14 +199,34 @@ internal static class BenchModes
             services => services.AddFastFiles(o => o.EnableFileCache = false),
             (app, root) => app.UseFastFiles(FastOptions(root))),
 
-        // The tuned host profile against fastfiles-coalesce (today's defaults), and with one of its knobs undone, so
-        // each knob's share shows in one run. "-inlinecompletions" is the profile plus the runtime's
-        // DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS=1, which the harness sets in that mode's environment.
-        ["fastfiles-tuned"] = Tuned("UseFastFiles + connection parts at their defaults + UseFastFilesTunedProfile", _ => { }),
-        ["fastfiles-tuned-noinline"] = Tuned(
-            "fastfiles-tuned with UnsafePreferInlineScheduling back off (only WaitForDataBeforeAllocatingBuffer = false)",
-            web => web.UseSockets(sockets => sockets.UnsafePreferInlineScheduling = false)),
-        ["fastfiles-tuned-inlinecompletions"] = Tuned("fastfiles-tuned with DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS=1", _ => { }),
+        // The tuned host profile against fastfiles-coalesce (today's defaults), with a template app's logging (the
+        // profile's logging setting only shows where a logging provider is registered).
+        ["fastfiles-tuned"] = Coalesce("UseFastFiles + connection parts at their defaults + UseFastFilesTunedProfile") with
+        {
+            Host = web =>
+            {
+                web.ConfigureLogging(TemplateLogging);
+                web.UseFastFilesTunedProfile();
+            },
+        },
+
+        // One knob at a time on top of fastfiles-coalesce (today's defaults), so each knob's effect per workload shows in
+        // one interleaved run. The harness pins the server to one CPU, where Kestrel's default IOQueueCount is 1.
+        ["knob-inline"] = Knob("fastfiles-coalesce + UnsafePreferInlineScheduling", web => web.UseSockets(s => s.UnsafePreferInlineScheduling = true)),
+        ["knob-nowait"] = Knob("fastfiles-coalesce + WaitForDataBeforeAllocatingBuffer = false", web => web.UseSockets(s => s.WaitForDataBeforeAllocatingBuffer = false)),
+        ["knob-ioq0"] = Knob("fastfiles-coalesce + IOQueueCount = 0 (socket work straight to the thread pool)", web => web.UseSockets(s => s.IOQueueCount = 0)),
+        ["knob-ioq2"] = Knob("fastfiles-coalesce + IOQueueCount = 2", web => web.UseSockets(s => s.IOQueueCount = 2)),
+        ["knob-inlinecompletions"] = Knob("fastfiles-coalesce with DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS=1 (set by the harness)", _ => { }),
+        ["knob-serverheader"] = Knob("fastfiles-coalesce with Kestrel's Server header back on (the harness turns it off everywhere else)",
+            web => web.ConfigureKestrel(k => k.AddServerHeader = true)),
+        // A template app's logging (console provider, Microsoft.AspNetCore at Warning), with and without hosting's
+        // per-request diagnostics logger turned off.
+        ["knob-logging"] = Knob("fastfiles-coalesce + console logging filtered as a template app's appsettings", web => web.ConfigureLogging(TemplateLogging)),
+        ["knob-logging-nodiag"] = Knob("knob-logging + Microsoft.AspNetCore.Hosting.Diagnostics at None", web => web.ConfigureLogging(logging =>
+        {
+            TemplateLogging(logging);
+            logging.AddFilter("Microsoft.AspNetCore.Hosting.Diagnostics", LogLevel.None);
+        })),
 
         // MapStaticAssets (how .NET 9/10 templates serve wwwroot) over a publish-form manifest written at start-up for
         // the served folder, plain and with FastFiles' send path under its endpoints.
@@ -228,19 +241,23 @@ internal static class BenchModes
             (app, root) => app.MapStaticAssets(StaticAssetsManifest(root)).WithFastFiles()),
     };
 
-    private static BenchMode Tuned(string description, Action<IWebHostBuilder> undo) => new(
+    private static BenchMode Coalesce(string description) => new(
         description,
         services => services.AddFastFiles(),
         (app, root) => app.UseFastFiles(FastOptions(root)))
     {
         Kestrel = kestrel => kestrel.UseFastFilesConnections(),
         Listen = listen => listen.UseFastFilesConnections(),
-        Host = web =>
-        {
-            web.UseFastFilesTunedProfile();
-            undo(web);
-        },
     };
+
+    private static BenchMode Knob(string description, Action<IWebHostBuilder> knob) => Coalesce(description) with { Host = knob };
+
+    private static void TemplateLogging(ILoggingBuilder logging)
+    {
+        logging.AddConsole();
+        logging.AddFilter(level => level >= LogLevel.Information);
+        logging.AddFilter("Microsoft.AspNetCore", LogLevel.Warning);
+    }
 
     // No gzip variants: the harness' files are random bytes, and h2load asks for gzip.
     private static string StaticAssetsManifest(string root)

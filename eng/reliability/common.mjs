@@ -1,5 +1,6 @@
 // Shared helpers for the reliability suite: raw HTTP/1.1 over net sockets, process figures from /proc.
 import net from 'node:net';
+import tls from 'node:tls';
 import fs from 'node:fs';
 
 export const sleep = ms => new Promise(r => setTimeout(r, ms));
@@ -22,15 +23,17 @@ export async function until(f, ms = 10000, step = 100) {
   return false;
 }
 
-/** A keep-alive HTTP/1.1 connection that parses Content-Length responses off a raw socket. */
+/** A keep-alive HTTP/1.1 connection (plaintext, or TLS with ALPN http/1.1) that parses Content-Length responses off a raw socket. */
 export class RawConnection {
-  constructor(host, port) { this.host = host; this.port = port; this.buf = Buffer.alloc(0); this.closed = false; this.waiters = []; }
+  constructor(host, port, { secure = false } = {}) { this.host = host; this.port = port; this.secure = secure; this.buf = Buffer.alloc(0); this.closed = false; this.waiters = []; }
   connect(timeoutMs = 5000) {
     return new Promise((resolve, reject) => {
-      const s = net.connect({ host: this.host, port: this.port });
+      const s = this.secure
+        ? tls.connect({ host: this.host, port: this.port, ALPNProtocols: ['http/1.1'], rejectUnauthorized: false })
+        : net.connect({ host: this.host, port: this.port });
       this.socket = s;
       const t = setTimeout(() => { reject(new Error('connect timeout')); }, timeoutMs);
-      s.once('connect', () => { clearTimeout(t); resolve(this); });
+      s.once(this.secure ? 'secureConnect' : 'connect', () => { clearTimeout(t); resolve(this); });
       s.on('data', d => { this.buf = Buffer.concat([this.buf, d]); this._wake(); });
       s.on('error', e => { this.error = e; });
       s.on('close', () => { this.closed = true; clearTimeout(t); reject(new Error('closed')); this._wake(); });

@@ -8,15 +8,37 @@ import tls from 'node:tls';
 import { proc, sleep, until, RawConnection, rawExchange } from './common.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((a, v, i, all) => (v.startsWith('--') ? [...a, [v.slice(2), all[i + 1]]] : a), []));
-const long = args.mode === 'long';
-const http = new URL(args.http), https = new URL(args.https);
+const long = args.mode === 'long', ci = args.mode === 'ci';
+const http = new URL(args.http), https = new URL(args.https), h2c = args.h2c ? new URL(args.h2c) : null;
 const pid = Number(args.pid);
 const H = http.hostname, P = Number(http.port);
 const results = fs.existsSync(args.out) ? JSON.parse(fs.readFileSync(args.out, 'utf8')) : {};
 results[args.name] ??= {};
 
-function h2session() {
-  return http2.connect(args.https, { rejectUnauthorized: false });
+function h2session(url = args.https) {
+  return http2.connect(url, { rejectUnauthorized: false });
+}
+
+/** The server's in-process figures, as the startup hook last wrote them (see MetricsHook): {} when there are none. */
+function metrics() {
+  try { return JSON.parse(fs.readFileSync(args.metrics, 'utf8')); } catch { return {}; }
+}
+
+/** The figures that must come back to their idle values once clients are gone. */
+function pools() {
+  const m = metrics();
+  const pick = name => m[name] ?? null;
+  return {
+    connections: pick('kestrel.active_connections'), cacheEntries: pick('fastfiles.cache.entries'), cacheOpenFiles: pick('fastfiles.cache.open_files'),
+    sendPathBlocks: pick('fastfiles.send_path.blocks'), tlsStageBufferedBytes: pick('fastfiles.tls_stage.buffered'),
+    kestrelPoolRentedBytes: m['aspnetcore.memory_pool.rented'] != null && m['aspnetcore.memory_pool.returned'] != null ? m['aspnetcore.memory_pool.rented'] - m['aspnetcore.memory_pool.returned'] : null,
+    kestrelPoolPooledBytes: pick('aspnetcore.memory_pool.pooled'),
+  };
+}
+
+/** One HTTP/2 frame: 9-byte header (RFC 9113 4.1) and payload. */
+function rawFrame(type, flags, stream, payload) {
+  const b = Buffer.alloc(9 + payload.length); b.writeUIntBE(payload.length, 0, 3); b[3] = type; b[4] = flags; b.writeUInt32BE(stream, 5); payload.copy(b, 9); return b;
 }
 
 function h2get(session, path, headers = {}) {
@@ -54,10 +76,9 @@ const cases = {
   // Tens of connections reading 100 MiB at ~16 KiB/s; fast clients alongside.
   async 'slow-readers'() {
     const n = long ? 40 : 20, seconds = long ? 30 : 12, rate = 16 * 1024;
+    await sleep(1000);
     const before = proc(pid);
     const conns = [];
-    const stop = Date.now() + seconds * 1000;
-    const fast = fastClients(() => Date.now() > stop);
     for (let i = 0; i < n; i++) {
       const c = new RawConnection(H, P);
       await c.connect();
@@ -65,32 +86,36 @@ const cases = {
       c.write('GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n');
       conns.push({ c, read: 0 });
     }
-    let peak = before.rssMiB;
-    while (Date.now() < stop) {
+    // Pull what arrived, up to each tick's share (sockets stay paused in between).
+    const tick = () => {
       for (const x of conns) {
-        // Pull what arrived, up to this tick's share (the socket stays paused in between).
-        let budget = rate / 8;
-        let chunk;
+        let budget = rate / 8, chunk;
         while (budget > 0 && (chunk = x.c.socket.read(Math.min(budget, 2048))) !== null) { x.read += chunk.length; budget -= chunk.length; }
-        if (chunk === null) { const rest = x.c.socket.read(); if (rest) { x.read += rest.length; } }
       }
-      peak = Math.max(peak, proc(pid).rssMiB);
-      await sleep(125);
-    }
+    };
+    // Phase 1, slow readers alone: what each one costs the server (resident memory, sampled every tick).
+    let slowPeak = before.rssMiB;
+    const phase1 = Date.now() + 4000;
+    while (Date.now() < phase1) { tick(); slowPeak = Math.max(slowPeak, proc(pid).rssMiB); await sleep(125); }
+    // Phase 2, fast clients alongside: they must not be starved.
+    const stop = Date.now() + seconds * 1000;
+    const fast = fastClients(() => Date.now() > stop);
+    let peak = slowPeak;
+    while (Date.now() < stop) { tick(); peak = Math.max(peak, proc(pid).rssMiB); await sleep(125); }
     const alive = conns.filter(x => !x.c.closed && !x.c.socket.destroyed).length;
     const during = proc(pid);
     conns.forEach(x => x.c.destroy());
     await fast.done;
     return {
-      connections: n, seconds, stillOpen: alive, minKiBRead: Math.round(Math.min(...conns.map(x => x.read)) / 1024),
-      rssBeforeMiB: before.rssMiB, rssPeakMiB: peak, rssGrowthPerSlowConnKiB: Math.round((peak - before.rssMiB) * 1024 / n),
-      fastOk: fast.figure.ok, fastFailed: fast.figure.failed, fdsDuring: during.fds,
+      connections: n, seconds: seconds + 4, stillOpen: alive, minKiBRead: Math.round(Math.min(...conns.map(x => x.read)) / 1024),
+      rssBeforeMiB: before.rssMiB, rssPeakSlowOnlyMiB: slowPeak, rssGrowthPerSlowConnKiB: Math.round((slowPeak - before.rssMiB) * 1024 / n),
+      rssPeakWithFastMiB: peak, fastOk: fast.figure.ok, fastFailed: fast.figure.failed, fdsDuring: during.fds,
     };
   },
 
   // Hundreds of connections dribbling header bytes; fast clients must keep succeeding.
   async slowloris() {
-    const n = long ? 500 : 200, seconds = long ? 40 : 10;
+    const n = long ? 500 : 200, seconds = long ? 40 : 34;
     const stop = Date.now() + seconds * 1000;
     const fast = fastClients(() => Date.now() > stop);
     const slow = [];
@@ -108,26 +133,26 @@ const cases = {
     return { slowConnections: slow.length, seconds, closedByServer, fastOk: fast.figure.ok, fastFailed: fast.figure.failed, fastSuccessPercent: Math.round(1000 * fast.figure.ok / Math.max(1, fast.figure.ok + fast.figure.failed)) / 10 };
   },
 
-  // Clients resetting at random points of 1 MiB and 100 MiB bodies, over h1 and h2+TLS: descriptors return.
+  // Clients resetting at random points of 1 MiB and 100 MiB bodies, over h1, h2c and h2+TLS: descriptors, pool blocks
+  // and cache entries return to their values before the case (the files are cached once first).
   async reset() {
-    const count = long ? 3000 : 300;
-    await sleep(500);
-    const base = proc(pid);
-    let h1 = 0, h2 = 0;
-    const workers = Array.from({ length: 8 }, async (_, w) => {
-      for (let i = w; i < count; i += 8) {
+    const count = long ? 3000 : ci ? 120 : 300;
+    const done = { h1: 0, h2c: 0, h2Tls: 0 };
+    const round = n => Promise.all(Array.from({ length: 8 }, async (_, w) => {
+      for (let i = w; i < n; i += 8) {
         const path = i % 4 === 0 ? '/big.bin' : '/1mib.bin';
         const cut = Math.floor(Math.random() * (path === '/big.bin' ? 4 << 20 : 1 << 20));
-        if (i % 2 === 0) {
+        const kind = i % 3;
+        if (kind === 0 || (kind === 1 && !h2c)) {
           const c = new RawConnection(H, P);
           try {
             await c.connect();
             c.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
             await until(() => c.buf.length >= cut || c.closed, 10000, 5);
           } catch { }
-          c.reset(); h1++;
+          c.reset(); done.h1++;
         } else {
-          const s = h2session();
+          const s = h2session(kind === 1 ? args.h2c : args.https);
           s.on('error', () => { });
           await new Promise(resolve => {
             const req = s.request({ ':path': path });
@@ -136,27 +161,41 @@ const cases = {
             req.on('close', resolve); req.on('error', resolve); req.end();
             setTimeout(resolve, 10000);
           });
-          if (i % 3 === 0) s.destroy(); else s.close();
-          h2++;
+          // A third of the sessions end with a TCP reset under the cancelled stream, the rest with GOAWAY.
+          if (i % 9 < 3) { try { s.socket.resetAndDestroy(); } catch { s.destroy(); } } else s.close();
+          if (kind === 1) done.h2c++; else done.h2Tls++;
         }
       }
-    });
-    await Promise.all(workers);
-    await until(() => proc(pid).fds <= base.fds, 15000);
+    }));
+    // Warm-up: every file over every transport once, so the cache holds what the case will use before the baseline.
+    await round(24);
+    await sleep(1500);
+    const base = proc(pid), basePools = pools();
+    Object.keys(done).forEach(k => { done[k] = 0; });
+    await round(count);
+    const same = (a, b) => Object.keys(a).every(k => a[k] === null || k === 'kestrelPoolPooledBytes' || a[k] === b[k]);
+    // Settled: connections, cache entries, open files and send path blocks back to their values, and no descriptor more
+    // than before beyond a few for threads the runtime started meanwhile (stock grows the same way).
+    const settled = await until(() => proc(pid).fds <= base.fds + 8 && same(basePools, pools()), 20000, 250);
     const after = proc(pid);
-    return { resets: count, h1, h2Tls: h2, fdsBefore: base.fds, fdsAfter: after.fds, rssBeforeMiB: base.rssMiB, rssAfterMiB: after.rssMiB };
+    return {
+      resets: count, ...done, settled, fdsBefore: base.fds, fdsAfter: after.fds, rssBeforeMiB: base.rssMiB, rssAfterMiB: after.rssMiB,
+      poolsBefore: basePools, poolsAfter: pools(),
+    };
   },
 
   // Files replaced, truncated, rewritten and deleted while clients fetch them: every 200/206 is one version.
   async churn() {
-    const seconds = long ? 60 : 10;
+    const seconds = long ? 60 : ci ? 5 : 10;
     const dir = args.root;
     const sizes = v => 300 * 1024 + v * 997;
     const write = (p, v) => fs.writeFileSync(p, Buffer.alloc(sizes(v), v % 251));
     let version = 1;
     write(`${dir}/churn.bin`, version);
     const stop = Date.now() + seconds * 1000;
-    const figure = { ok200: 0, ok206: 0, head: 0, notFound: 0, torn: 0, mismatched: 0, cutShortClosed: 0, cutShortOpen: 0, other: 0 };
+    // Half the clients on plaintext (the sample's zero-copy send path: sendfile), half over TLS (bodies copied).
+    const blank = () => ({ ok200: 0, ok206: 0, head: 0, notFound: 0, torn: 0, mismatched: 0, cutShortClosed: 0, cutShortOpen: 0, other: {} });
+    const byTransport = { plaintext: blank(), tls: blank() };
     const mutator = (async () => {
       while (Date.now() < stop) {
         version++;
@@ -179,8 +218,10 @@ const cases = {
       return 'ok';
     };
     const clients = Array.from({ length: 4 }, async (_, w) => {
+      const secure = w % 2 === 1;
+      const figure = byTransport[secure ? 'tls' : 'plaintext'];
       while (Date.now() < stop) {
-        const c = new RawConnection(H, P);
+        const c = secure ? new RawConnection(https.hostname, Number(https.port), { secure }) : new RawConnection(H, P);
         try { await c.connect(); } catch { continue; }
         for (let i = 0; i < 20 && Date.now() < stop && !c.closed; i++) {
           const kind = (i + w) % 3;
@@ -190,7 +231,7 @@ const cases = {
           if (r.status === 0) break;
           if (r.status === 404) { figure.notFound++; continue; }
           if (kind === 1) { figure.head++; continue; }
-          if (r.status !== 200 && r.status !== 206) { figure.other++; continue; }
+          if (r.status !== 200 && r.status !== 206) { figure.other[r.status] = (figure.other[r.status] ?? 0) + 1; continue; }
           const verdict = check(r, Number(r.headers['content-length']));
           if (verdict === 'cut') {
             // A cut-short body must end its connection.
@@ -205,7 +246,8 @@ const cases = {
       }
     });
     await Promise.all([mutator, ...clients]);
-    return { seconds, mutations: version - 1, ...figure };
+    const total = k => byTransport.plaintext[k] + byTransport.tls[k];
+    return { seconds, mutations: version - 1, torn: total('torn'), mismatched: total('mismatched'), cutShortOpen: total('cutShortOpen'), ...byTransport };
   },
 
   // Hostile HTTP/1.1 input: never a 5xx, never a byte from outside the root.
@@ -232,9 +274,10 @@ const cases = {
     requests.push('GET /sm\0all.txt HTTP/1.1\r\nHost: x\r\n\r\n');
     requests.push('GET /small.txt HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n');
     requests.push('GET /small.txt HTTP/1.1\r\n' + 'X: y\r\n'.repeat(5000) + '\r\n');
-    const figure = { requests: requests.length, by: {}, fiveXX: 0, leaked: 0, noAnswer: 0 };
+    const figure = { requests: requests.length, by: {}, fiveXX: 0, leaked: 0, noAnswer: 0, noAnswerRequests: [] };
     for (const r of requests) {
       const { statuses, text, timedOut } = await rawExchange(H, P, r, 10000);
+      if (statuses.length === 0 || timedOut) figure.noAnswerRequests.push(r.slice(0, 60).replace(/\r\n/g, '|'));
       if (statuses.length === 0) figure.noAnswer++;
       for (const s of statuses) { const k = `${Math.floor(s / 100)}xx`; figure.by[k] = (figure.by[k] ?? 0) + 1; if (s >= 500) figure.fiveXX++; }
       if (text.includes(secret)) figure.leaked++;
@@ -283,7 +326,7 @@ const cases = {
     return {
       nofile: limit, connectionsOpened: conns.length, fdsAtLimit, statusesWhileExhausted: statuses, retryAfter, cachedFileStatus: cached,
       recovered: !!recovered, recoverSeconds, alive: proc(pid).alive,
-      warnings: (log.match(/Out of file descriptors/g) ?? []).length, crashLine: (log.match(/^(Out of memory\.|Unhandled exception.*)$/m) ?? [null])[0],
+      warnings: (log.match(/Out of file descriptors/g) ?? []).length, reserveWarnings: (log.match(/kept free for files and thread starts/g) ?? []).length, crashLine: (log.match(/^(Out of memory\.|Unhandled exception.*)$/m) ?? [null])[0],
     };
   },
 
@@ -292,7 +335,7 @@ const cases = {
   async shutdown() {
     const figure = { completed: 0, cutAndClosed: 0, cutButOpen: 0, refusedAfterStop: 0 };
     let stopping = false;
-    const clients = Array.from({ length: long ? 200 : 50 }, async () => {
+    const clients = Array.from({ length: long ? 2000 : 300 }, async () => {
       const c = new RawConnection(H, P);
       try { await c.connect(); } catch { figure.refusedAfterStop++; return; }
       while (!c.closed) {
@@ -308,10 +351,11 @@ const cases = {
     await sleep(2000);
     stopping = true;
     const inFlightAtStop = figure.completed;
+    const logAtStop = args.log && fs.existsSync(args.log) ? fs.statSync(args.log).size : 0;
     process.kill(pid, 'SIGTERM');
     await Promise.all(clients);
     await until(() => !proc(pid).alive, 40000);
-    const log = args.log && fs.existsSync(args.log) ? fs.readFileSync(args.log, 'utf8') : '';
+    const log = args.log && fs.existsSync(args.log) ? fs.readFileSync(args.log).subarray(logAtStop).toString('utf8') : '';
     return { ...figure, completedBeforeStop: inFlightAtStop, exited: !proc(pid).alive, errorLines: (log.match(/^(fail|crit):/gm) ?? []).length, stopping };
   },
 
@@ -330,12 +374,13 @@ const cases = {
       }
     })();
     const figure = {};
+    const parts = (args.parts ?? 'rapid-reset,settings,continuation,zero-window').split(',');
     // Rapid reset (CVE-2023-44487 shape): open and cancel streams as fast as possible.
-    {
+    if (parts.includes('rapid-reset')) {
       const s = h2session(); s.on('error', () => { });
       let goaway = false; s.on('goaway', () => { goaway = true; });
       await new Promise(r => s.on('connect', r));
-      const n = long ? 100000 : 20000;
+      const n = long ? 100000 : ci ? 5000 : 20000;
       let sent = 0;
       for (let i = 0; i < n && !s.destroyed && !goaway; i++) {
         const req = s.request({ ':path': '/1mib.bin' }); req.on('error', () => { }); req.close(http2.constants.NGHTTP2_CANCEL); sent++;
@@ -344,21 +389,30 @@ const cases = {
       await sleep(500);
       figure.rapidResetStreams = sent; figure.rapidResetGoaway = goaway || s.destroyed; s.destroy();
     }
-    // SETTINGS flood.
-    {
-      const s = h2session(); s.on('error', () => { });
-      await new Promise(r => s.on('connect', r));
+    // SETTINGS flood: raw SETTINGS frames as fast as TLS takes them, never reading the ACKs the server owes.
+    if (parts.includes('settings')) {
+      const socket = tls.connect({ host: https.hostname, port: Number(https.port), ALPNProtocols: ['h2'], rejectUnauthorized: false });
+      let closed = false;
+      socket.on('error', () => { closed = true; });
+      await new Promise(r => socket.once('secureConnect', r));
+      socket.on('close', () => { closed = true; });
+      socket.pause();
+      socket.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), rawFrame(4, 0, 0, Buffer.alloc(0))]));
+      const settings = rawFrame(4, 0, 0, Buffer.from([0, 2, 0, 0, 0, 0])), batch = Buffer.concat(Array(1000).fill(settings));
       let sent = 0;
-      try { for (let i = 0; i < 20000 && !s.destroyed; i++) { s.settings({ enablePush: false }); sent++; if (i % 500 === 0) await sleep(0); } } catch { }
-      await sleep(500);
-      figure.settingsFloodSent = sent; figure.settingsFloodClosed = s.destroyed || s.closed; s.destroy();
+      const end = Date.now() + (long ? 20000 : ci ? 2000 : 5000);
+      while (!closed && Date.now() < end && sent < 2000000) {
+        if (!socket.write(batch)) await new Promise(r => { socket.once('drain', r); setTimeout(r, 500); });
+        sent += 1000;
+      }
+      figure.settingsFloodFrames = sent; figure.settingsFloodClosedByServer = closed; socket.destroy();
     }
     // CONTINUATION flood: HEADERS without END_HEADERS, then endless CONTINUATION frames.
-    {
+    if (parts.includes('continuation')) {
       const socket = tls.connect({ host: https.hostname, port: Number(https.port), ALPNProtocols: ['h2'], rejectUnauthorized: false });
       socket.on('error', () => { });
       await new Promise(r => socket.once('secureConnect', r));
-      const frame = (type, flags, stream, payload) => { const b = Buffer.alloc(9 + payload.length); b.writeUIntBE(payload.length, 0, 3); b[3] = type; b[4] = flags; b.writeUInt32BE(stream, 5); payload.copy(b, 9); return b; };
+      const frame = rawFrame;
       socket.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), frame(4, 0, 0, Buffer.alloc(0))]));
       // :method GET, :scheme https, :path / (indexed), then a literal header split over CONTINUATIONs.
       socket.write(frame(1, 0x1, 1, Buffer.from([0x82, 0x87, 0x84])));
@@ -370,20 +424,22 @@ const cases = {
       figure.continuationBytesSent = sentBytes; figure.continuationClosedByServer = closed; socket.destroy();
     }
     // Zero-window stalls: clients that never open their window on 100 MiB.
-    {
+    if (parts.includes('zero-window')) {
       const sessions = [];
       for (let i = 0; i < (long ? 50 : 20); i++) {
         const s = http2.connect(args.https, { rejectUnauthorized: false, settings: { initialWindowSize: 0 } }); s.on('error', () => { });
         const req = s.request({ ':path': '/big.bin' }); req.on('error', () => { }); req.pause(); req.end();
         sessions.push(s);
       }
-      await sleep(long ? 20000 : 5000);
+      await sleep(long ? 20000 : ci ? 2000 : 5000);
       figure.zeroWindowSessions = sessions.length; figure.zeroWindowStillOpen = sessions.filter(s => !s.destroyed && !s.closed).length;
       sessions.forEach(s => s.destroy());
     }
     stop = true; await good; clearInterval(watch);
+    // Every abusive connection must end: Kestrel's open connections back to none within 15 s.
+    const connectionsSettled = await until(() => (pools().connections ?? 0) === 0, 15000, 250);
     const after = proc(pid);
-    return { ...figure, rssBeforeMiB: before.rssMiB, rssPeakMiB: peak, rssAfterMiB: after.rssMiB, parallelOk: parallel.ok, parallelFailed: parallel.failed, alive: after.alive };
+    return { ...figure, connectionsSettled, connectionsAfter: pools().connections, rssBeforeMiB: before.rssMiB, rssPeakMiB: peak, rssAfterMiB: after.rssMiB, parallelOk: parallel.ok, parallelFailed: parallel.failed, alive: after.alive };
   },
 };
 

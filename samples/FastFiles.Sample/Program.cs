@@ -63,7 +63,7 @@ builder.WebHost.ConfigureKestrel(kestrel =>
     kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = certificate);
 });
 
-// The tuned host profile: the sample's handlers never block a thread, so socket continuations may run inline.
+// The tuned host profile: no per-request hosting log scope, no Server header (README, "Tuned host profile").
 builder.WebHost.UseFastFilesTunedProfile();
 
 // Options come from the "FastFiles" section of appsettings.json; code can refine them.

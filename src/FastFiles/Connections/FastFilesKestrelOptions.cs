@@ -45,6 +45,16 @@ public sealed class FastFilesKestrelOptions
     public bool EnableRequestHeaderCache { get; set; } = true;
 
     /// <summary>
+    /// How many of the process's file descriptors (RLIMIT_NOFILE) are kept free of connections on every endpoint with
+    /// FastFiles' connection parts: a connection whose socket is one of the last <see cref="DescriptorReserve"/>
+    /// descriptors is closed as it arrives (event 4010 once per burst, <c>fastfiles.connections.refused</c>), so files
+    /// can still be opened and the .NET runtime can still start threads (at the limit it cannot, and aborts). Linux
+    /// only; 0 turns the check off.
+    /// </summary>
+    /// <remarks>Defaults to 64.</remarks>
+    public int DescriptorReserve { get; set; } = 64;
+
+    /// <summary>
     /// Whether plaintext endpoints from configuration (<c>Kestrel:Endpoints</c>) get the zero-copy send path (file
     /// bodies sent with sendfile(2); see <c>ListenOptions.UseZeroCopySendFile</c>). Code-configured endpoints call
     /// <c>UseZeroCopySendFile()</c> themselves, first on the endpoint.

@@ -51,7 +51,8 @@ public static class Http2TlsOutputStageListenOptionsExtensions
     /// <summary>
     /// For an endpoint from configuration, inside your own <c>Configure(...).Endpoint(name, ...)</c> callback: applies
     /// TLS with the HTTPS options the loader assembled, then the HTTP/2 TLS output stage, so the stage sees plaintext.
-    /// Does nothing for HTTP endpoints, for endpoints that use SNI (logged), or when the mode is
+    /// On an endpoint that uses SNI, Kestrel keeps its own TLS and the stage goes behind it before binding (needs
+    /// <c>AddFastFiles()</c>, else the endpoint is named in the startup warning). Does nothing for HTTP endpoints, or when the mode is
     /// <see cref="Http2TlsOutputStageMode.Disabled"/>. Call it last in the callback: TLS settings are read when the endpoint starts.
     /// </summary>
     /// <param name="endpoint">The endpoint being configured.</param>

@@ -16,15 +16,29 @@ namespace FastFiles.Connections;
 /// transport's pipe and send loop. Input passes through untouched. Connections without a socket (another transport),
 /// with TLS below us, or on a platform without the calls pass through entirely.
 /// </summary>
-internal sealed class SendPathConnectionMiddleware(ConnectionDelegate next, ZeroCopySendFileOptions options, FastFilesMetrics metrics, ILogger logger)
+internal sealed class SendPathConnectionMiddleware
 {
+    private readonly ConnectionDelegate _next;
+    private readonly ZeroCopySendFileOptions _options;
+    private readonly FastFilesMetrics _metrics;
+    private readonly ILogger _logger;
+
+    public SendPathConnectionMiddleware(ConnectionDelegate next, ZeroCopySendFileOptions options, FastFilesMetrics metrics, ILogger logger)
+    {
+        _next = next;
+        _options = options;
+        _metrics = metrics;
+        _logger = logger;
+        metrics.ObserveSendPathBlocks(static () => BlockPool.Outstanding);
+    }
+
     public Task OnConnectionAsync(ConnectionContext context)
     {
         if (!Native.IsSupported
             || context.Features.Get<IConnectionSocketFeature>()?.Socket is not { } socket
             || context.Features.Get<ITlsConnectionFeature>() is not null)
         {
-            return next(context);
+            return _next(context);
         }
 
         return RunAsync(context, socket);
@@ -36,18 +50,18 @@ internal sealed class SendPathConnectionMiddleware(ConnectionDelegate next, Zero
         // non-blocking; if it is not, our inline sends could block a thread, so the connection passes through.
         if (!Native.IsNonBlocking((int)socket.Handle))
         {
-            metrics.SendPathFallback("blocking_socket");
-            await next(context);
+            _metrics.SendPathFallback("blocking_socket");
+            await _next(context);
             return;
         }
 
         IDuplexPipe original = context.Transport;
-        var writer = new SendPathWriter(context, socket, options, metrics, logger);
+        var writer = new SendPathWriter(context, socket, _options, _metrics, _logger);
         context.Transport = new SendPathDuplexPipe(original.Input, writer);
         context.Features.Set<IZeroCopyFileSender>(writer);
         try
         {
-            await next(context);
+            await _next(context);
         }
         finally
         {

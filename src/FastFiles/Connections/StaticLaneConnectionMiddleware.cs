@@ -40,6 +40,12 @@ internal sealed class StaticLaneConnectionMiddleware
     private const int MaxPartialReads = 4;
     private const int MaxPartialBytes = 8 * 1024;
 
+    // A request still arriving this long after its first bytes is being dribbled (slowloris): the lane keeps it until
+    // RequestHeadersTimeout from those bytes and then closes, because handing it to Kestrel would start Kestrel's own
+    // header timer afresh (measured: 200 connections sending a byte a second were all still open after 34 s with a
+    // 30 s timeout; eng/reliability.sh, slowloris).
+    private const long DribbleMs = 1000;
+
     private const int StatusCodes200 = 200;
     private const int StatusCodes206 = 206;
     private const int StatusCodes304 = 304;
@@ -167,7 +173,8 @@ internal sealed class StaticLaneConnectionMiddleware
                 }
 
                 if (unhandled && reason == HandOffReason.Partial && !result.IsCompleted && !connection.CloseRequested
-                    && (served > 0 || partialReads < MaxPartialReads) && buffer.Slice(consumed).Length <= MaxPartialBytes)
+                    && (served > 0 || partialReads < MaxPartialReads || Environment.TickCount64 - (headersDeadline - _requestHeadersTimeoutMs) >= DribbleMs)
+                    && buffer.Slice(consumed).Length <= MaxPartialBytes)
                 {
                     // The read ended inside a request (pipelined batches split anywhere): wait for the rest, within
                     // Kestrel's RequestHeadersTimeout from its first bytes, for a few reads and a few KiB; a client

@@ -37,8 +37,10 @@ internal sealed class FastFilesMetrics
     private readonly Counter<long> _laneRequests;
     private readonly Counter<long> _laneBytes;
     private readonly Counter<long> _laneHandOffs;
+    private readonly Counter<long> _connectionsRefused;
     private readonly Counter<long> _compressed;
     private readonly List<ICacheGauges> _caches = [];
+    private Func<long>? _sendPathBlocks;
 
     public FastFilesMetrics(IMeterFactory? meterFactory)
     {
@@ -63,6 +65,11 @@ internal sealed class FastFilesMetrics
             "fastfiles.send_path.bytes", "By", "File body bytes sent on zero-copy send path connections, by method (sendfile, copy).");
         _sendPathFallbacks = meter.CreateCounter<long>(
             "fastfiles.send_path.fallbacks", "{response}", "File bodies on send path connections that were not sent with sendfile, by reason.");
+        meter.CreateObservableUpDownCounter(
+            "fastfiles.send_path.blocks", () => _sendPathBlocks?.Invoke() ?? 0, "{block}",
+            "16 KiB send path output blocks rented and not yet returned, over all connections (zero when no connection is sending).");
+        _connectionsRefused = meter.CreateCounter<long>(
+            "fastfiles.connections.refused", "{connection}", "Connections closed on arrival because their socket fell within the descriptor reserve.");
         _laneRequests = meter.CreateCounter<long>("fastfiles.lane.requests", "{request}", "Requests answered by the HTTP/1.1 static lane.");
         _laneBytes = meter.CreateCounter<long>("fastfiles.lane.bytes", "By", "Response bytes (headers and bodies) written by the static lane.");
         _compressed = meter.CreateCounter<long>(
@@ -71,6 +78,9 @@ internal sealed class FastFilesMetrics
         _laneHandOffs = meter.CreateCounter<long>(
             "fastfiles.lane.handoffs", "{connection}", "Connections the static lane handed to Kestrel, by reason (fastfiles.lane.reason).");
     }
+
+    /// <summary>Reports the send path's outstanding output blocks (the pool lives in a higher layer) on <c>fastfiles.send_path.blocks</c>.</summary>
+    public void ObserveSendPathBlocks(Func<long> outstanding) => _sendPathBlocks ??= outstanding;
 
     /// <summary>The app's instance: the registered singleton, else one shared by everything built from <paramref name="services"/>.</summary>
     public static FastFilesMetrics For(IServiceProvider? services)
@@ -118,6 +128,8 @@ internal sealed class FastFilesMetrics
         _laneRequests.Add(requests);
         _laneBytes.Add(bytes);
     }
+
+    public void ConnectionRefused() => _connectionsRefused.Add(1);
 
     public void LaneHandedOff(string reason) => _laneHandOffs.Add(1, new KeyValuePair<string, object?>("fastfiles.lane.reason", reason));
 

@@ -13,14 +13,11 @@ internal static partial class Log
     [LoggerMessage(4003, LogLevel.Debug, "Connection {ConnectionId}: the stage did not drain within {Timeout} after Kestrel finished; aborting the connection.", EventName = "DrainTimedOut")]
     public static partial void DrainTimedOut(ILogger logger, string connectionId, TimeSpan timeout);
 
-    [LoggerMessage(4004, LogLevel.Warning, "Endpoint '{EndpointName}' uses SNI; FastFiles' TLS-side parts (record coalescing, HTTP/2 TLS output stage) are not applied to it. Configure it in code with UseHttps(...) followed by UseTlsRecordCoalescing() or UseHttp2TlsOutputStage().", EventName = "SniEndpointSkipped")]
-    public static partial void SniEndpointSkipped(ILogger logger, string endpointName);
-
     [LoggerMessage(4005, LogLevel.Debug, "Endpoint '{EndpointName}' from configuration: TLS applied by FastFiles with its TLS-side parts (record coalescing, HTTP/2 TLS output stage) behind it.", EventName = "ConfigurationEndpointStaged")]
     public static partial void ConfigurationEndpointStaged(ILogger logger, string endpointName);
 
-    [LoggerMessage(4006, LogLevel.Debug, "Endpoint '{EndpointName}' uses SNI; TLS record coalescing is not applied to it. Configure it in code with UseHttps(...).UseTlsRecordCoalescing() to add it.", EventName = "SniEndpointNotCoalesced")]
-    public static partial void SniEndpointNotCoalesced(ILogger logger, string endpointName);
+    [LoggerMessage(4010, LogLevel.Warning, "Connection refused: its socket is descriptor {Descriptor} of {Limit} (RLIMIT_NOFILE), within the last {Reserve} kept free for files and thread starts; {Suppressed} more such connections since the last warning. Raise the descriptor limit (ulimit -n, LimitNOFILE) or limit connections (KestrelServerLimits.MaxConcurrentConnections).", EventName = "DescriptorReserveReached")]
+    public static partial void DescriptorReserveReached(ILogger logger, long descriptor, long limit, int reserve, long suppressed);
 
     [LoggerMessage(4007, LogLevel.Debug, "Connection {ConnectionId}: a file body of {Length} bytes is copied instead of sent with sendfile: {Reason}.", EventName = "SendPathFallback")]
     public static partial void SendPathFallback(ILogger logger, string connectionId, string reason, long length);

@@ -19,4 +19,14 @@ internal static partial class Log
         "FastFiles applied TLS and its connection parts ({Parts}) to {Endpoint}, bound from a URL.",
         EventName = "UrlEndpointConnections")]
     public static partial void UrlEndpointConnections(ILogger logger, string parts, string endpoint);
+
+    [LoggerMessage(6004, LogLevel.Warning,
+        "FastFiles could not read Kestrel's endpoint defaults (KestrelServerOptions.EndpointDefaults is not in this Kestrel): its ConfigureEndpointDefaults callback for URL-bound endpoints replaces one the app set before UseFastFilesConnections(), and one set after replaces FastFiles'.",
+        EventName = "EndpointDefaultsNotComposed")]
+    public static partial void EndpointDefaultsNotComposed(ILogger logger);
+
+    [LoggerMessage(6005, LogLevel.Warning,
+        "The static asset '{AssetPath}' (route '{Route}') no longer has the bytes its build manifest describes (length and SHA-256 ETag): it was changed after the build. FastFiles does not answer it from memory; MapStaticAssets serves the file as it is now, under the build's headers. Rebuild or republish to update assets.",
+        EventName = "StaticAssetChanged")]
+    public static partial void StaticAssetChanged(ILogger logger, string route, string assetPath);
 }

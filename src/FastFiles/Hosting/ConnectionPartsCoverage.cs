@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using FastFiles.Diagnostics;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Hosting.Server;
@@ -86,6 +87,67 @@ internal static class ConnectionPartsCoverage
     }
 
     /// <summary>
+    /// An HTTPS endpoint from configuration that Kestrel must put TLS on itself (SNI: its per-host selection is
+    /// internal): <paramref name="applyParts"/> runs after Kestrel's TLS once the loader has run, which
+    /// <see cref="CompleteConfigurationEndpoints"/> makes happen before binding. Needs <c>AddFastFiles()</c>, whose
+    /// startup filter calls it; without it the endpoint is named in the startup warning.
+    /// </summary>
+    public static void AfterKestrelTls(ListenOptions listen, string name, Action<ListenOptions> applyParts)
+    {
+        if (listen.ApplicationServices is not { } services || !FastFilesConfiguration.IsRegistered(services))
+        {
+            NotCovered(listen, $"it uses SNI (Kestrel:Endpoints:{name}:Sni), where FastFiles adds its parts after Kestrel's own TLS only when the app calls builder.Services.AddFastFiles().");
+            return;
+        }
+
+        if (listen.KestrelServerOptions is { } server)
+        {
+            State state = StateOf(server);
+            lock (state)
+            {
+                state.AfterTls.Add((listen, name, applyParts));
+            }
+        }
+    }
+
+    /// <summary>
+    /// From the startup filter, after every <c>ConfigureKestrel</c> callback and before binding: when FastFiles'
+    /// parts wait for Kestrel's TLS on SNI endpoints, runs the configuration loader now (Kestrel runs it once, and
+    /// skips it when it has run) so those endpoints exist with their TLS, then adds the parts behind it.
+    /// </summary>
+    public static void CompleteConfigurationEndpoints(KestrelServerOptions options)
+    {
+        State state = StateOf(options);
+        if (options.ConfigurationLoader is not { } loader
+            || !state.Registered
+            || !loader.Configuration.GetSection("Endpoints").GetChildren().Any(e => e.GetSection("Sni").GetChildren().Any()))
+        {
+            return;
+        }
+
+        loader.Load();
+        (ListenOptions Listen, string Name, Action<ListenOptions> Apply)[] waiting;
+        lock (state)
+        {
+            waiting = [.. state.AfterTls];
+            state.AfterTls.Clear();
+        }
+
+        foreach ((ListenOptions listen, string name, Action<ListenOptions> apply) in waiting)
+        {
+            if (IsTls(listen))
+            {
+                apply(listen);
+                Covered(listen);
+            }
+            else
+            {
+                NotCovered(listen, $"it uses SNI (Kestrel:Endpoints:{name}:Sni), and Kestrel did not put TLS on it when its configuration was loaded.");
+            }
+        }
+    }
+
+    /// <summary>
     /// Gives endpoints bound from URLs FastFiles' parts through <paramref name="applyParts"/> (with <see langword="true"/>
     /// for HTTPS, after TLS has been added), and registers the startup check that names the HTTPS endpoints left
     /// without them. Once per server.
@@ -112,7 +174,8 @@ internal static class ConnectionPartsCoverage
             return;
         }
 
-        options.ConfigureEndpointDefaults(listen =>
+        state.Options = options;
+        state.Defaults = listen =>
         {
             // Code endpoints run this callback while Kestrel is configured, before the addresses are known (their own
             // UseHttps may follow); endpoints from Kestrel:Endpoints get the parts from FastFiles' loader callback.
@@ -125,7 +188,12 @@ internal static class ConnectionPartsCoverage
 
             if (https)
             {
-                listen.UseHttps();
+                // An app's own endpoint-defaults callback ran first and may have added TLS already.
+                if (!IsTls(listen))
+                {
+                    listen.UseHttps();
+                }
+
                 applyParts(listen, true);
                 Covered(listen);
                 Log.UrlEndpointConnections(CreateLogger(services), parts, NameOf(listen));
@@ -134,8 +202,64 @@ internal static class ConnectionPartsCoverage
             {
                 applyParts(listen, false);
             }
-        });
+        };
+        InstallDefaults(state, CreateLogger(services));
     }
+
+    /// <summary>
+    /// Called once the app has configured Kestrel (while the pipeline is built, before binding): an app callback given
+    /// to <c>ConfigureEndpointDefaults</c> after FastFiles' replaced FastFiles' callback; both run again from here.
+    /// </summary>
+    public static void EnsureEndpointDefaults(KestrelServerOptions options, IServiceProvider services)
+    {
+        State state = StateOf(options);
+        if (state.Defaults is not null)
+        {
+            InstallDefaults(state, CreateLogger(services));
+        }
+    }
+
+    // Kestrel keeps one endpoint-defaults callback: ConfigureEndpointDefaults replaces it and the getter is internal
+    // (KestrelServerOptions.EndpointDefaults in .NET 10). Reading it lets both the app's callback and FastFiles' run,
+    // the app's first (as if FastFiles' were its last line), whichever was registered first.
+    private static void InstallDefaults(State state, ILogger logger)
+    {
+        KestrelServerOptions options = state.Options!;
+        Action<ListenOptions> current;
+        try
+        {
+            current = EndpointDefaults(options);
+        }
+        catch (MissingMemberException)
+        {
+            // A Kestrel without the property: take the slot as before, and say what that costs once.
+            if (state.Installed is null)
+            {
+                Log.EndpointDefaultsNotComposed(logger);
+                state.Installed = state.Defaults;
+                options.ConfigureEndpointDefaults(state.Defaults!);
+            }
+
+            return;
+        }
+
+        if (ReferenceEquals(current, state.Installed))
+        {
+            return;
+        }
+
+        Action<ListenOptions> fastFiles = state.Defaults!;
+        Action<ListenOptions> composed = listen =>
+        {
+            current(listen);
+            fastFiles(listen);
+        };
+        state.Installed = composed;
+        options.ConfigureEndpointDefaults(composed);
+    }
+
+    [UnsafeAccessor(UnsafeAccessorKind.Method, Name = "get_EndpointDefaults")]
+    private static extern Action<ListenOptions> EndpointDefaults(KestrelServerOptions options);
 
     // After the server has bound: every HTTPS address Kestrel listens on either got the parts or is named here.
     private static void Check(IServiceProvider services, State state)
@@ -245,6 +369,15 @@ internal static class ConnectionPartsCoverage
         public bool AddressesSeen => Addresses is not null;
 
         public bool Registered;
+
+        public KestrelServerOptions? Options;
+
+        // FastFiles' endpoint-defaults callback, and the delegate last put in Kestrel's slot (it includes the former).
+        public Action<ListenOptions>? Defaults;
+
+        public Action<ListenOptions>? Installed;
+
+        public List<(ListenOptions Listen, string Name, Action<ListenOptions> Apply)> AfterTls { get; } = [];
 
         public string Parts = string.Empty;
 

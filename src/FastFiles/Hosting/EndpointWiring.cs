@@ -1,3 +1,4 @@
+using FastFiles.Connections;
 using FastFiles.Diagnostics;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
@@ -10,8 +11,8 @@ namespace FastFiles.Hosting;
 
 /// <summary>
 /// How FastFiles' connection parts reach the endpoints Kestrel builds itself: those read from configuration
-/// (<c>Kestrel:Endpoints</c>) and those bound from URLs. Connection middleware order, outermost first: send path
-/// (plaintext only), TLS, record coalescing, static lane, request header cache, output stage.
+/// (<c>Kestrel:Endpoints</c>) and those bound from URLs. Connection middleware order, outermost first: descriptor
+/// reserve, send path (plaintext only), TLS, record coalescing, static lane, request header cache, output stage.
 /// </summary>
 internal static class EndpointWiring
 {
@@ -21,6 +22,7 @@ internal static class EndpointWiring
     /// </summary>
     public static void ApplyToUrlEndpoint(ListenOptions listen, bool https, FastFilesKestrelOptions fastFiles)
     {
+        DescriptorReserveConnectionMiddleware.Use(listen, fastFiles.DescriptorReserve);
         if (!https && fastFiles.EnableZeroCopySendFile)
         {
             listen.UseZeroCopySendFile();
@@ -55,7 +57,10 @@ internal static class EndpointWiring
         {
             loader.Endpoint(endpoint.Key, e =>
             {
-                // Outermost: nothing may wrap the connection between the socket and the send path.
+                // Outermost: a connection within the descriptor reserve is closed before anything is set up for it.
+                DescriptorReserveConnectionMiddleware.Use(e.ListenOptions, fastFiles.DescriptorReserve);
+
+                // Next: nothing may wrap the connection between the socket and the send path.
                 if (fastFiles.EnableZeroCopySendFile && !e.IsHttps)
                 {
                     e.ListenOptions.UseZeroCopySendFile();
@@ -96,18 +101,20 @@ internal static class EndpointWiring
         string name = endpoint.ConfigSection.Key;
         if (endpoint.ConfigSection.GetSection("Sni").GetChildren().Any())
         {
-            // Kestrel's SNI selector is internal; taking TLS over here would silently drop the per-host certificates.
-            // A warning when the stage was asked for; record coalescing is on by default and its absence is not news.
-            ConnectionPartsCoverage.NotCovered(endpoint.ListenOptions, reason: null);
-            if (stage is not null)
+            // Kestrel's SNI selector (per-host certificates, protocols and client-certificate modes) is internal, so
+            // Kestrel keeps adding TLS here; the parts go after its TLS once the loader has run (startup filter).
+            ConnectionPartsCoverage.AfterKestrelTls(endpoint.ListenOptions, name, listen =>
             {
-                Log.SniEndpointSkipped(logger, name);
-            }
-            else
-            {
-                Log.SniEndpointNotCoalesced(logger, name);
-            }
+                if (coalesceRecords)
+                {
+                    listen.UseTlsRecordCoalescing();
+                }
 
+                if (stage is not null)
+                {
+                    listen.UseHttp2TlsOutputStage(stage);
+                }
+            });
             return false;
         }
 

@@ -21,7 +21,8 @@ public static class FastFilesKestrelServerOptionsExtensions
     /// <remarks>
     /// Endpoints bound from URLs (<c>--urls</c>, <c>ASPNETCORE_URLS</c>, <c>launchSettings.json</c>, <c>app.Urls</c>) get the
     /// parts too when the app calls <c>AddFastFiles()</c>: a <c>ConfigureEndpointDefaults</c> callback adds TLS to an HTTPS
-    /// one first, as Kestrel would, then the parts (this takes Kestrel's single endpoint-defaults slot). Options are bound
+    /// one first, as Kestrel would, then the parts; an app's own <c>ConfigureEndpointDefaults</c> callback, set before or after
+    /// this call, still runs (first). Options are bound
     /// from the <c>FastFiles:Kestrel</c> configuration section before <paramref name="configure"/> runs. Every HTTPS
     /// endpoint the TLS-side parts do not reach is named in a startup warning.
     /// Kestrel keeps one callback per configured endpoint name, so an app that registers its own
@@ -29,7 +30,8 @@ public static class FastFilesKestrelServerOptionsExtensions
     /// registered before this call is replaced by FastFiles'); such a callback should end with
     /// <c>.UseHttp2TlsOutputStage()</c>. Calling
     /// <c>KestrelServerOptions.Configure(...)</c> after this call creates a new loader without FastFiles' callbacks.
-    /// Endpoints configured with SNI are left alone (a warning is logged when the stage is enabled), and endpoints that appear in configuration
+    /// Endpoints configured with SNI keep Kestrel's own TLS (its SNI selection is internal) and, with <c>AddFastFiles()</c>,
+    /// get the TLS-side parts behind it (without it they are named in the startup warning), and endpoints that appear in configuration
     /// only after this call (configuration reload) are not staged.
     /// </remarks>
     /// <param name="options">Kestrel's options.</param>

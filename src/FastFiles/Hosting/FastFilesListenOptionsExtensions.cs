@@ -51,7 +51,8 @@ public static class FastFilesListenOptionsExtensions
                 pipeline = new TlsRecordCoalescingConnectionMiddleware(pipeline, FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync;
             }
 
-            return pipeline;
+            // First of these: a connection within the descriptor reserve gets none of them.
+            return DescriptorReserveConnectionMiddleware.Wrap(pipeline, options.DescriptorReserve, listenOptions);
         });
         return listenOptions;
     }

@@ -85,7 +85,7 @@ public static class FastFilesServiceCollectionExtensions
     {
         services.TryAddSingleton(sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IPostConfigureOptions<FastFilesOptions>, FastFilesOptionsSetup>());
-        services.TryAddSingleton<FastFilesConfiguration.Registration>();
+        services.TryAddSingleton<FastFilesOptionsSource.Registration>();
         // Takes the addresses Kestrel will bind, so URL endpoints can get FastFiles' connection parts.
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IStartupFilter, ServerAddressesStartupFilter>());
         services.TryAddSingleton<FastFilesFingerprinter>();

@@ -10,7 +10,8 @@ namespace FastFiles.Hosting;
 
 /// <summary>
 /// Runs while the host builds the request pipeline: the server's addresses (configured URLs, <c>app.Urls</c>,
-/// <c>app.Run(url)</c>) are final then, and Kestrel has not started binding, which clears them.
+/// <c>app.Run(url)</c>) are final then, every <c>ConfigureKestrel</c> callback has run (so FastFiles' endpoint defaults
+/// can be composed with one the app set later), and Kestrel has not started binding, which clears the addresses.
 /// </summary>
 internal sealed class ServerAddressesStartupFilter : IStartupFilter
 {
@@ -21,6 +22,8 @@ internal sealed class ServerAddressesStartupFilter : IStartupFilter
             && services.GetService<IOptions<KestrelServerOptions>>()?.Value is { } kestrel)
         {
             ConnectionPartsCoverage.SetAddresses(kestrel, [.. addresses]);
+            ConnectionPartsCoverage.EnsureEndpointDefaults(kestrel, services);
+            ConnectionPartsCoverage.CompleteConfigurationEndpoints(kestrel);
         }
 
         next(app);

@@ -1,4 +1,6 @@
 using System.Globalization;
+using System.Security.Cryptography;
+using FastFiles.Diagnostics;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;
@@ -6,6 +8,8 @@ using Microsoft.AspNetCore.StaticAssets;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Net.Http.Headers;
 
 namespace FastFiles.Hosting;
@@ -15,8 +19,12 @@ namespace FastFiles.Hosting;
 /// MapStaticAssets sends for them (aspnetcore <c>StaticAssetsInvoker</c>: Content-Type, Last-Modified, ETag,
 /// Accept-Ranges, then the manifest's other headers in order, and Content-Length); every other request (HEAD,
 /// ranges, conditionals, files over <c>MaxCachedFileSize</c>) goes to the endpoint itself. The manifest fixes an
-/// asset's length and ETag at build time, so its bytes are read once, on first use, and only when the file still
-/// has the manifest's length. Not used in Development, where MapStaticAssets rereads changed files.
+/// asset's length and ETag at build time (MapStaticAssets assumes build-time immutability and never revalidates), so
+/// its bytes are read once, on first use, and kept only when they are the bytes the manifest describes: the manifest's
+/// strong ETag is the base64 SHA-256 of the content, checked here. A file replaced in place after that keeps being
+/// answered with the verified bytes, which agree with the headers sent; one that no longer matches when first read
+/// is left to the endpoint (MapStaticAssets' own behaviour) and named in a warning. Not used in Development, where
+/// MapStaticAssets rereads changed files.
 /// </summary>
 internal sealed class StaticAssetMemoryResponder
 {
@@ -108,6 +116,15 @@ internal sealed class StaticAssetMemoryResponder
             && headers.IfModifiedSince.Count == 0 && headers.IfUnmodifiedSince.Count == 0 && headers.IfRange.Count == 0;
     }
 
+    // The build writes each asset's strong ETag as "<base64 SHA-256 of its bytes>" (the integrity hash).
+    private bool MatchesEntityTag(byte[] bytes)
+    {
+        Span<byte> hash = stackalloc byte[SHA256.HashSizeInBytes];
+        SHA256.HashData(bytes, hash);
+        string expected = "\"" + Convert.ToBase64String(hash) + "\"";
+        return string.Equals(_etag, expected, StringComparison.Ordinal);
+    }
+
     private byte[]? Load(IServiceProvider services)
     {
         lock (this)
@@ -122,16 +139,18 @@ internal sealed class StaticAssetMemoryResponder
             IWebHostEnvironment? environment = services.GetService<IWebHostEnvironment>();
             string? development = services.GetService<IConfiguration>()?["EnableStaticAssetsDevelopment"];
             bool developmentHandler = bool.TryParse(development, out bool enabled) ? enabled : environment?.IsDevelopment() == true;
-            if (!options.EnableFileCache || developmentHandler || _length > options.MaxCachedFileSize || _etag is null
-                || environment?.WebRootFileProvider.GetFileInfo(_asset.AssetPath) is not { Exists: true, PhysicalPath: { } path } file
-                || file.Length != _length)
+            // Only a strong ETag in the build's SHA-256 form ("<44 base64 characters>") lets the bytes be checked.
+            if (!options.EnableFileCache || developmentHandler || _length > options.MaxCachedFileSize || _etag is not { Length: 46 } || _etag[0] != '"'
+                || environment?.WebRootFileProvider.GetFileInfo(_asset.AssetPath) is not { Exists: true, PhysicalPath: { } path } file)
             {
                 return null;
             }
 
-            byte[] bytes = File.ReadAllBytes(path);
-            if (bytes.LongLength != _length)
+            byte[]? bytes = file.Length == _length ? File.ReadAllBytes(path) : null;
+            if (bytes is null || bytes.LongLength != _length || !MatchesEntityTag(bytes))
             {
+                ILogger logger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Hosting") ?? NullLogger.Instance;
+                Log.StaticAssetChanged(logger, _asset.Route, _asset.AssetPath);
                 return null;
             }
 

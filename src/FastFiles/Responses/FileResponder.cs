@@ -26,12 +26,13 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
     private const int ChunkedWriteSize = 16 * 1024;
 
     /// <summary>
-    /// The responder for an app: <see cref="FastFilesOptions"/> from <paramref name="services"/>, with
+    /// The responder for an app: <see cref="FastFilesOptions"/> from <paramref name="services"/> (bound from the
+    /// <c>FastFiles</c> section with or without <c>AddFastFiles</c>), with
     /// <see cref="FastFilesOptions.DisableStringReuse"/> settled by <see cref="FastFilesOptionsSetup"/>.
     /// </summary>
     public static FileResponder Create(IServiceProvider? services, FastFilesOptions? options, ILogger logger)
     {
-        options ??= services?.GetService<IOptions<FastFilesOptions>>()?.Value ?? new FastFilesOptions();
+        options ??= services is null ? new FastFilesOptions() : FastFilesOptionsSource.FastFilesOptions(services);
         return new FileResponder(options, logger, reuseStrings: !FastFilesOptionsSetup.DisablesStringReuse(options, services));
     }
 

@@ -7,6 +7,7 @@ using Microsoft.AspNetCore.StaticFiles;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
+using Microsoft.Extensions.Options;
 using Microsoft.Net.Http.Headers;
 
 namespace Microsoft.AspNetCore.Http;
@@ -102,7 +103,7 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
         FileVersion? file;
         try
         {
-            file = RootDirectory is not null ? OpenUnderRoot() : OpenAbsolute();
+            file = RootDirectory is not null ? OpenUnderRoot(services) : OpenAbsolute();
         }
         catch (IOException ex) when (DescriptorExhaustion.Is(ex))
         {
@@ -151,7 +152,7 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
         }
     }
 
-    private FileVersion? OpenUnderRoot()
+    private FileVersion? OpenUnderRoot(IServiceProvider? services)
     {
         // Route values arrive decoded (except %2F) with their leading slash stripped; the checks are the middleware's.
         string subpath = FileName.StartsWith('/') ? FileName : "/" + FileName;
@@ -160,27 +161,32 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
             return null;
         }
 
-        return RootSources.For(RootDirectory!, FollowSymlinksOutsideRoot).TryOpen(subpath, contentEncoding: null, out FileVersion? file) == LookupResult.File
+        RootSources? sources = services?.GetService<IOptions<RootSources>>()?.Value;
+        PhysicalFileSource source = sources?.For(RootDirectory!, FollowSymlinksOutsideRoot) ?? new PhysicalFileSource(RootDirectory!, FollowSymlinksOutsideRoot);
+        return source.TryOpen(subpath, contentEncoding: null, out FileVersion? file) == LookupResult.File
             ? file
             : null;
     }
 
-    /// <summary>One file source per root, so the root's real path is resolved once, not per request.</summary>
-    private static class RootSources
+    /// <summary>
+    /// One file source per root, so the root's real path is resolved once, not per request; one set per application,
+    /// carried by its container (the host registers <c>IOptions&lt;&gt;</c> for every type).
+    /// </summary>
+    internal sealed class RootSources
     {
         // Roots are normally a handful of constants; past this many, sources are made per request instead of kept.
         private const int MaxKept = 64;
-        private static readonly System.Collections.Concurrent.ConcurrentDictionary<(string Root, bool Follow), PhysicalFileSource> Sources = new();
+        private readonly System.Collections.Concurrent.ConcurrentDictionary<(string Root, bool Follow), PhysicalFileSource> _sources = new();
 
-        public static PhysicalFileSource For(string root, bool followLinksOutsideRoot)
+        public PhysicalFileSource For(string root, bool followLinksOutsideRoot)
         {
-            if (Sources.TryGetValue((root, followLinksOutsideRoot), out PhysicalFileSource? source))
+            if (_sources.TryGetValue((root, followLinksOutsideRoot), out PhysicalFileSource? source))
             {
                 return source;
             }
 
             source = new PhysicalFileSource(root, followLinksOutsideRoot);
-            return Sources.Count < MaxKept ? Sources.GetOrAdd((root, followLinksOutsideRoot), source) : source;
+            return _sources.Count < MaxKept ? _sources.GetOrAdd((root, followLinksOutsideRoot), source) : source;
         }
     }
 }

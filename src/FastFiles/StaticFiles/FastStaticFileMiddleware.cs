@@ -242,87 +242,26 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             }
         }
 
-        FileVersion? identity = null;
+        switch (Resolve(ref subpath, rootWithoutSlash, out FileVersion? identity, out string? contentType))
+        {
+            case Resolution.NotOurs:
+                await _next(context);
+                return;
+            case Resolution.Redirect:
+                // RFC 9110 15.4.2; relative links in the page need the trailing slash.
+                HttpRequest httpRequest = context.Request;
+                context.Response.StatusCode = StatusCodes.Status301MovedPermanently;
+                context.Response.Headers.Location = httpRequest.PathBase + httpRequest.Path + "/" + httpRequest.QueryString;
+                return;
+        }
+
+        // Resolution.File: the version is open and the content type known.
+        FileVersion opened = identity!;
         FileVersion? selected = null;
         try
         {
-            LookupResult found = LookupResult.NotFound;
-            if (!rootWithoutSlash && subpath[^1] != '/')
-            {
-                if (!_policy.TryGetContentType(subpath, out _))
-                {
-                    // Unknown types are still looked up when default files may apply to a directory.
-                    if (_options.DefaultFileNames.Count == 0)
-                    {
-                        Log.UnknownContentType(_logger, subpath);
-                        await _next(context);
-                        return;
-                    }
-                }
-                else
-                {
-                    found = _source.TryOpen(subpath, null, out identity);
-                }
-
-                if (found == LookupResult.NotFound && _options.DefaultFileNames.Count > 0 && _source.DirectoryExists(subpath))
-                {
-                    found = LookupResult.Directory;
-                }
-            }
-            else
-            {
-                found = LookupResult.Directory;
-            }
-
-            if (found == LookupResult.Directory)
-            {
-                if (_options.DefaultFileNames.Count == 0)
-                {
-                    await _next(context);
-                    return;
-                }
-
-                if (rootWithoutSlash || subpath[^1] != '/')
-                {
-                    if (_options.RedirectToAppendTrailingSlash && FindDefaultFile(rootWithoutSlash ? "/" : subpath + "/", out FileVersion? probe) is not null)
-                    {
-                        probe!.Dispose();
-                        // RFC 9110 15.4.2; relative links in the page need the trailing slash.
-                        HttpRequest httpRequest = context.Request;
-                        context.Response.StatusCode = StatusCodes.Status301MovedPermanently;
-                        context.Response.Headers.Location = httpRequest.PathBase + httpRequest.Path + "/" + httpRequest.QueryString;
-                        return;
-                    }
-
-                    await _next(context);
-                    return;
-                }
-
-                string? defaultPath = FindDefaultFile(subpath, out identity);
-                if (defaultPath is null)
-                {
-                    await _next(context);
-                    return;
-                }
-
-                subpath = defaultPath;
-            }
-
-            if (identity is null)
-            {
-                await _next(context);
-                return;
-            }
-
-            if (!_policy.TryGetContentType(subpath, out string? contentType))
-            {
-                Log.UnknownContentType(_logger, subpath);
-                await _next(context);
-                return;
-            }
-
             ContentCodings available = _options.EnablePrecompressedFiles ? ProbeSidecars(subpath) : ContentCodings.None;
-            selected = identity;
+            selected = opened;
             if (available != ContentCodings.None)
             {
                 ContentCodings choice = request.AcceptEncoding().Select(available);
@@ -331,7 +270,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                     (_, string suffix, string token, _) = Sidecar.All[Sidecar.IndexOf(choice)];
                     if (_source.TryOpen(subpath + suffix, token, out FileVersion? variant) == LookupResult.File)
                     {
-                        if (Sidecar.IsFresh(variant!, identity))
+                        if (Sidecar.IsFresh(variant!, opened))
                         {
                             selected = variant!;
                         }
@@ -349,18 +288,109 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                 selected.UseContentHash(ContentHash.ForFile(selected.PhysicalPath, selected.Stamp, null, null, context.RequestAborted));
             }
 
-            FileResponseSettings settings = _policy.SettingsFor(subpath, contentType) with { VaryAcceptEncoding = available != ContentCodings.None };
+            FileResponseSettings settings = _policy.SettingsFor(subpath, contentType!) with { VaryAcceptEncoding = available != ContentCodings.None };
             await _responder.SendAsync(context, request, selected, settings);
         }
         finally
         {
-            if (selected is not null && !ReferenceEquals(selected, identity))
+            if (selected is not null && !ReferenceEquals(selected, opened))
             {
                 selected.Dispose();
             }
 
-            identity?.Dispose();
+            opened.Dispose();
         }
+    }
+
+    /// <summary>What a request path names under this root, decided once before anything is written.</summary>
+    private enum Resolution
+    {
+        /// <summary>Nothing this middleware serves: the next middleware answers.</summary>
+        NotOurs,
+
+        /// <summary>A directory with a default file, named without its trailing slash: 301 to the slashed URL.</summary>
+        Redirect,
+
+        /// <summary>A file of a known content type, opened.</summary>
+        File,
+    }
+
+    // Resolves on disk: a file (opened, with its content type), a directory's default file (subpath becomes the file's),
+    // a directory to redirect, or not ours. Only File leaves a version open.
+    private Resolution Resolve(ref string subpath, bool rootWithoutSlash, out FileVersion? identity, out string? contentType)
+    {
+        identity = null;
+        contentType = null;
+        bool directory = rootWithoutSlash || subpath[^1] == '/';
+        if (!directory)
+        {
+            LookupResult found = LookupResult.NotFound;
+            if (_policy.TryGetContentType(subpath, out _))
+            {
+                found = _source.TryOpen(subpath, null, out identity);
+            }
+            else if (_options.DefaultFileNames.Count == 0)
+            {
+                // Unknown types are still looked up when default files may apply to a directory.
+                Log.UnknownContentType(_logger, subpath);
+                return Resolution.NotOurs;
+            }
+
+            if (found == LookupResult.File)
+            {
+                _policy.TryGetContentType(subpath, out contentType);
+                return Resolution.File;
+            }
+
+            identity?.Dispose();
+            identity = null;
+            if (_options.DefaultFileNames.Count == 0
+                || !(found == LookupResult.Directory || (found == LookupResult.NotFound && _source.DirectoryExists(subpath))))
+            {
+                return Resolution.NotOurs;
+            }
+
+            // A directory named without its trailing slash.
+            if (_options.RedirectToAppendTrailingSlash && FindDefaultFile(subpath + "/", out FileVersion? probe) is not null)
+            {
+                probe!.Dispose();
+                return Resolution.Redirect;
+            }
+
+            return Resolution.NotOurs;
+        }
+
+        if (_options.DefaultFileNames.Count == 0)
+        {
+            return Resolution.NotOurs;
+        }
+
+        if (rootWithoutSlash)
+        {
+            if (_options.RedirectToAppendTrailingSlash && FindDefaultFile("/", out FileVersion? probe) is not null)
+            {
+                probe!.Dispose();
+                return Resolution.Redirect;
+            }
+
+            return Resolution.NotOurs;
+        }
+
+        if (FindDefaultFile(subpath, out identity) is not { } defaultPath)
+        {
+            return Resolution.NotOurs;
+        }
+
+        if (!_policy.TryGetContentType(defaultPath, out contentType))
+        {
+            Log.UnknownContentType(_logger, defaultPath);
+            identity!.Dispose();
+            identity = null;
+            return Resolution.NotOurs;
+        }
+
+        subpath = defaultPath;
+        return Resolution.File;
     }
 
     private string? FindDefaultFile(string directoryPath, out FileVersion? version)

@@ -22,14 +22,26 @@ public sealed class StringReuseTests : IDisposable
 
     public void Dispose() => _files.Dispose();
 
+    // Requests that reached the app without the connection's request header cache: none may.
+    private int _withoutHeaderCache;
+
     private Task<TestHost> StartAsync(bool? fastFilesDisable, bool kestrelDisable) => TestHost.StartAsync(
-        app => app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root), CacheControl = "public, max-age=5" }),
-        services => services.AddFastFiles(o => o.DisableStringReuse = fastFilesDisable),
-        kestrel =>
+        app =>
         {
-            kestrel.DisableStringReuse = kestrelDisable;
-            kestrel.ConfigureEndpointDefaults(l => l.UseRequestHeaderCache());
-        });
+            app.Use((context, next) =>
+            {
+                if (context.Features.Get<FastFiles.Http.RequestHeaderCache>() is null)
+                {
+                    Interlocked.Increment(ref _withoutHeaderCache);
+                }
+
+                return next(context);
+            });
+            app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root), CacheControl = "public, max-age=5" });
+        },
+        services => services.AddFastFiles(o => o.DisableStringReuse = fastFilesDisable),
+        kestrel => kestrel.DisableStringReuse = kestrelDisable,
+        configureEndpoints: l => l.UseRequestHeaderCache());
 
     private static async Task<string> TranscriptAsync(TestHost host, Transport transport)
     {
@@ -108,5 +120,6 @@ public sealed class StringReuseTests : IDisposable
         Assert.Contains("Content-Encoding: gzip", reuse);
         Assert.Equal(reuse, fastFilesOff);
         Assert.Equal(reuse, kestrelOff);
+        Assert.Equal(0, _withoutHeaderCache);
     }
 }

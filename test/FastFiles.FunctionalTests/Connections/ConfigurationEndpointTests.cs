@@ -20,19 +20,7 @@ public sealed class ConfigurationEndpointTests : IDisposable
 
     private async Task<(WebApplication App, Http2TlsOutputStageOptions Stage)> StartAsync(Action<WebApplicationBuilder> configure)
     {
-        string pfx = _files.PathOf("server.pfx");
-        File.WriteAllBytes(pfx, TestCertificate.Instance.Export(X509ContentType.Pkcs12, "pw"));
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions { Args = ["--hostBuilder:reloadConfigOnChange=false"], EnvironmentName = "Production", ContentRootPath = AppContext.BaseDirectory });
-        builder.Logging.ClearProviders();
-        builder.Configuration.AddInMemoryCollection(new Dictionary<string, string?>
-        {
-            ["Kestrel:Endpoints:Secure:Url"] = "https://127.0.0.1:0",
-            ["Kestrel:Endpoints:Secure:Protocols"] = "Http1AndHttp2",
-            ["Kestrel:Endpoints:Secure:Certificate:Path"] = pfx,
-            ["Kestrel:Endpoints:Secure:Certificate:Password"] = "pw",
-            ["Kestrel:Endpoints:Plain:Url"] = "http://127.0.0.1:0",
-            ["Kestrel:Endpoints:Plain:Protocols"] = "Http2",
-        });
+        WebApplicationBuilder builder = ConfiguredEndpoints.CreateBuilder(_files, plainProtocols: "Http2");
         Http2TlsOutputStageOptions? stage = null;
         builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections(o =>
         {

@@ -44,14 +44,21 @@ public sealed class StaticLaneAllocationTests : IDisposable
             await ExchangeAsync(socket, batch, response, single * BatchSize);
         }
 
-        long before = GC.GetTotalAllocatedBytes(precise: true);
+        // The least of several rounds: the lane's own allocations show in every round, while the rest of the process
+        // (Kestrel's heartbeat, timers, the thread pool) allocates per second, which a slow round spreads over fewer requests.
         const int Batches = 10;
-        for (int i = 0; i < Batches; i++)
+        long perRequest = long.MaxValue;
+        for (int round = 0; round < 5; round++)
         {
-            await ExchangeAsync(socket, batch, response, single * BatchSize);
+            long before = GC.GetTotalAllocatedBytes(precise: true);
+            for (int i = 0; i < Batches; i++)
+            {
+                await ExchangeAsync(socket, batch, response, single * BatchSize);
+            }
+
+            perRequest = Math.Min(perRequest, (GC.GetTotalAllocatedBytes(precise: true) - before) / (Batches * BatchSize));
         }
 
-        long perRequest = (GC.GetTotalAllocatedBytes(precise: true) - before) / (Batches * BatchSize);
         // Everything in the process counts (the test's own client, timers); measured at about 12 B per request.
         Assert.True(perRequest < 32, $"{perRequest} bytes allocated per lane request");
     }

@@ -246,18 +246,8 @@ public sealed class StaticLaneConnectionTests : IDisposable
     [Fact]
     public async Task ConfigurationEndpoints_GetTheLane_WithRootsFromConfiguration()
     {
-        string pfx = _files.PathOf("server.pfx");
-        File.WriteAllBytes(pfx, TestCertificate.Instance.Export(X509ContentType.Pkcs12, "pw"));
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions { Args = ["--hostBuilder:reloadConfigOnChange=false"], EnvironmentName = "Production", ContentRootPath = AppContext.BaseDirectory });
-        builder.Logging.ClearProviders();
-        builder.Configuration.AddInMemoryCollection(new Dictionary<string, string?>
+        WebApplicationBuilder builder = ConfiguredEndpoints.CreateBuilder(_files, plainProtocols: "Http1", new Dictionary<string, string?>
         {
-            ["Kestrel:Endpoints:Secure:Url"] = "https://127.0.0.1:0",
-            ["Kestrel:Endpoints:Secure:Protocols"] = "Http1AndHttp2",
-            ["Kestrel:Endpoints:Secure:Certificate:Path"] = pfx,
-            ["Kestrel:Endpoints:Secure:Certificate:Password"] = "pw",
-            ["Kestrel:Endpoints:Plain:Url"] = "http://127.0.0.1:0",
-            ["Kestrel:Endpoints:Plain:Protocols"] = "Http1",
             ["FastFiles:StaticLane:Roots:0:PhysicalPath"] = _files.Root,
             ["FastFiles:StaticLane:Roots:0:Files:RequestPath"] = "/static",
             ["FastFiles:StaticLane:Roots:0:Files:CacheControl"] = "public, max-age=5",

@@ -1,10 +1,13 @@
 using System.Diagnostics.Metrics;
 using System.Net;
+using System.Security.Cryptography;
+using System.Security.Cryptography.X509Certificates;
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
 using FastFiles.Testing;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
@@ -26,6 +29,7 @@ public sealed class StartupWarningTests
     private const int StaticAssetsNotAccelerated = 6001;
     private const int TlsPartsNotApplied = 6002;
     private const int UrlEndpointConnections = 6003;
+    private const int StaticAssetChanged = 6005;
     private const string Coalesced = "fastfiles.tls_records.coalesced_connections";
 
     [Fact]
@@ -42,6 +46,57 @@ public sealed class StartupWarningTests
         Assert.Empty(started.Logs.WithId(TlsPartsNotApplied));
     }
 
+    // Kestrel keeps a single ConfigureEndpointDefaults callback; the app's and FastFiles' both run, in either order.
+    [Theory]
+    [InlineData(true, false)]
+    [InlineData(false, false)]
+    [InlineData(false, true)]
+    public async Task App_endpoint_defaults_callback_and_the_url_endpoint_parts_both_apply(bool appCallbackFirst, bool appAddsTls)
+    {
+        int appCallbacks = 0;
+        int appConnections = 0;
+        void AppDefaults(ListenOptions listen)
+        {
+            Interlocked.Increment(ref appCallbacks);
+            listen.Use(next => connection =>
+            {
+                Interlocked.Increment(ref appConnections);
+                return next(connection);
+            });
+            if (appAddsTls)
+            {
+                listen.UseHttps(TestCertificate.Instance);
+            }
+        }
+
+        await using Started started = await StartAsync(["--urls", "https://127.0.0.1:0"], builder =>
+        {
+            builder.Services.AddFastFiles();
+            builder.WebHost.ConfigureKestrel(kestrel =>
+            {
+                kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
+                if (appCallbackFirst)
+                {
+                    kestrel.ConfigureEndpointDefaults(AppDefaults);
+                }
+
+                kestrel.UseFastFilesConnections();
+            });
+            if (!appCallbackFirst)
+            {
+                // A later ConfigureKestrel, as a library or a later line of Program.cs would register it.
+                builder.WebHost.ConfigureKestrel(kestrel => kestrel.ConfigureEndpointDefaults(AppDefaults));
+            }
+        });
+
+        Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
+        Assert.Equal(1, Volatile.Read(ref appCallbacks));
+        Assert.True(Volatile.Read(ref appConnections) >= 1, "the app's connection middleware did not run");
+        Assert.True(started.Coalesced.Total >= 1, "the URL-bound HTTPS connection was not coalesced");
+        Assert.Single(started.Logs.WithId(UrlEndpointConnections));
+        Assert.Empty(started.Logs.WithId(TlsPartsNotApplied));
+    }
+
     [Fact]
     public async Task Https_endpoint_bound_from_a_url_without_AddFastFiles_is_named_in_a_warning()
     {
@@ -51,10 +106,49 @@ public sealed class StartupWarningTests
 
         Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
         Assert.Equal(0, started.Coalesced.Total);
-        LogCapture.Entry warning = Assert.Single(started.Logs.WithId(TlsPartsNotApplied));
-        Assert.Equal(LogLevel.Warning, warning.Level);
-        Assert.Contains(started.Address, warning.Message, StringComparison.Ordinal);
-        Assert.Contains("AddFastFiles()", warning.Message, StringComparison.Ordinal);
+        AssertEndpointNamedInWarning(started, "AddFastFiles()");
+    }
+
+    // Kestrel's SNI selection is internal, so Kestrel keeps adding that endpoint's TLS; with AddFastFiles() the parts
+    // go behind it (the loader runs before binding), without it the endpoint is named in the warning.
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task Sni_endpoint_from_configuration_keeps_its_tls_and_gets_the_parts_behind_it(bool addFastFiles)
+    {
+        using var files = new TestFiles();
+        string pfx = files.PathOf("server.pfx");
+        File.WriteAllBytes(pfx, TestCertificate.Instance.Export(X509ContentType.Pkcs12, "pw"));
+        await using Started started = await StartAsync(
+            [
+                "--Kestrel:Endpoints:Hosts:Url=https://127.0.0.1:0",
+                $"--Kestrel:Endpoints:Hosts:Sni:*:Certificate:Path={pfx}",
+                "--Kestrel:Endpoints:Hosts:Sni:*:Certificate:Password=pw",
+            ],
+            builder =>
+            {
+                if (addFastFiles)
+                {
+                    builder.Services.AddFastFiles();
+                }
+
+                builder.WebHost.ConfigureKestrel(kestrel => kestrel.UseFastFilesConnections());
+            });
+
+        // The per-host certificate still answers the handshake.
+        Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
+        if (addFastFiles)
+        {
+            // Counted only on the plaintext side of TLS, where a TLS handshake feature is present.
+            Assert.True(started.Coalesced.Total >= 1, "the SNI endpoint's connection was not coalesced");
+            Assert.Empty(started.Logs.WithId(TlsPartsNotApplied));
+        }
+        else
+        {
+            Assert.Equal(0, started.Coalesced.Total);
+            AssertEndpointNamedInWarning(started, "Kestrel:Endpoints:Hosts:Sni");
+            AssertEndpointNamedInWarning(started, "AddFastFiles()");
+        }
     }
 
     [Fact]
@@ -66,9 +160,7 @@ public sealed class StartupWarningTests
             listen.UseHttps(TestCertificate.Instance);
         }));
 
-        LogCapture.Entry warning = Assert.Single(started.Logs.WithId(TlsPartsNotApplied));
-        Assert.Contains(started.Address, warning.Message, StringComparison.Ordinal);
-        Assert.Contains("before UseHttps()", warning.Message, StringComparison.Ordinal);
+        AssertEndpointNamedInWarning(started, "before UseHttps()");
     }
 
     [Fact]
@@ -126,6 +218,47 @@ public sealed class StartupWarningTests
         Assert.Empty(started.Logs.WithId(StaticAssetsNotAccelerated));
     }
 
+    // MapStaticAssets assumes build-time immutability; FastFiles' in-memory answers keep the build's bytes, which are
+    // the ones its headers (ETag = SHA-256, Content-Length) describe, even after the file is replaced in place.
+    [Fact]
+    public async Task Asset_replaced_in_place_after_first_use_keeps_bytes_that_match_its_headers()
+    {
+        using var files = new TestFiles();
+        string manifest = WriteAssets(files);
+        await using Started started = await StartAsync(["--urls", "http://127.0.0.1:0"], _ => { }, app => app.MapStaticAssets(manifest).WithFastFiles(), webRoot: files.PathOf("wwwroot"));
+
+        (string firstBody, string firstTag) = await GetAssetAsync(started);
+        Assert.Equal(SiteCss, firstBody);
+        Assert.Equal(EntityTagOf(firstBody), firstTag);
+
+        // Same length, other bytes; written in place (same inode), as a careless deploy would.
+        await File.WriteAllTextAsync(files.PathOf("wwwroot/css/site.css"), SiteCss.Replace('0', '1'));
+        for (int i = 0; i < 3; i++)
+        {
+            (string body, string tag) = await GetAssetAsync(started);
+            Assert.Equal(firstTag, tag);
+            Assert.Equal(EntityTagOf(body), tag);
+        }
+
+        Assert.Empty(started.Logs.WithId(StaticAssetChanged));
+    }
+
+    [Fact]
+    public async Task Asset_changed_before_first_use_is_left_to_MapStaticAssets_and_named_in_a_warning()
+    {
+        using var files = new TestFiles();
+        string manifest = WriteAssets(files);
+        await File.WriteAllTextAsync(files.PathOf("wwwroot/css/site.css"), SiteCss.Replace('0', '1'));
+        await using Started started = await StartAsync(["--urls", "http://127.0.0.1:0"], _ => { }, app => app.MapStaticAssets(manifest).WithFastFiles(), webRoot: files.PathOf("wwwroot"));
+
+        (string body, _) = await GetAssetAsync(started);
+        // What MapStaticAssets itself sends for a changed file: the file as it is now.
+        Assert.Equal(SiteCss.Replace('0', '1'), body);
+        LogCapture.Entry warning = Assert.Single(started.Logs.WithId(StaticAssetChanged));
+        Assert.Equal(LogLevel.Warning, warning.Level);
+        Assert.Contains("css/site.css", warning.Message, StringComparison.Ordinal);
+    }
+
     [Fact]
     public async Task UseFastFiles_without_AddFastFiles_binds_its_configuration_section()
     {
@@ -140,6 +273,44 @@ public sealed class StartupWarningTests
         using HttpResponseMessage response = await started.Client.GetAsync(new Uri(new Uri(started.Address), "/a.txt"));
         Assert.Equal(HttpStatusCode.OK, response.StatusCode);
         Assert.Equal("public, max-age=77", response.Header("Cache-Control"));
+    }
+
+    // MaxRanges = 1 turns multipart answers off: two ranges then get the whole file, as the section asks.
+    [Theory]
+    [InlineData(false, false)]
+    [InlineData(true, false)]
+    [InlineData(true, true)]
+    public async Task FastResults_bind_the_FastFiles_section_with_or_without_AddFastFiles(bool configured, bool addFastFiles)
+    {
+        using var files = new TestFiles();
+        files.Write("www/a.txt", Encoding.ASCII.GetBytes("0123456789"));
+        string root = files.PathOf("www");
+        string[] args = configured ? ["--urls", "http://127.0.0.1:0", "--FastFiles:MaxRanges=1"] : ["--urls", "http://127.0.0.1:0"];
+        await using Started started = await StartAsync(args, builder =>
+        {
+            if (addFastFiles)
+            {
+                builder.Services.AddFastFiles();
+            }
+        }, app => app.MapGet("/file", () => FastResults.File(root, "a.txt")));
+
+        for (int i = 0; i < 2; i++)
+        {
+            using var request = new HttpRequestMessage(HttpMethod.Get, new Uri(new Uri(started.Address), "/file"));
+            request.Headers.TryAddWithoutValidation("Range", "bytes=0-0,5-5");
+            using HttpResponseMessage response = await started.Client.SendAsync(request);
+            byte[] body = await response.Content.ReadAsByteArrayAsync();
+            if (configured)
+            {
+                Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+                Assert.Equal("0123456789", Encoding.ASCII.GetString(body));
+            }
+            else
+            {
+                Assert.Equal(HttpStatusCode.PartialContent, response.StatusCode);
+                Assert.StartsWith("multipart/byteranges", response.Content.Headers.ContentType?.MediaType, StringComparison.Ordinal);
+            }
+        }
     }
 
     [Theory]
@@ -160,10 +331,20 @@ public sealed class StartupWarningTests
         Assert.Equal(HttpStatusCode.OK, response.StatusCode);
         Assert.Equal(!tuned, response.Headers.Contains("Server"));
         SocketTransportOptions sockets = started.Services.GetRequiredService<IOptions<SocketTransportOptions>>().Value;
-        Assert.Equal(tuned, sockets.UnsafePreferInlineScheduling);
-        Assert.Equal(!tuned, sockets.WaitForDataBeforeAllocatingBuffer);
+        // The transport stays at its defaults: inline scheduling cost pipelined clients (benchmarks/results/tuned-knobs-2026-11-23).
+        Assert.False(sockets.UnsafePreferInlineScheduling);
+        Assert.True(sockets.WaitForDataBeforeAllocatingBuffer);
         // Hosting logs "Request starting/finished" at Information unless the profile turned its category off.
         Assert.Equal(!tuned, started.Logs.Entries.Any(e => e.Category == "Microsoft.AspNetCore.Hosting.Diagnostics"));
+    }
+
+    // One startup warning (6002) naming the endpoint and the reason.
+    private static void AssertEndpointNamedInWarning(Started started, string reason)
+    {
+        LogCapture.Entry warning = Assert.Single(started.Logs.WithId(TlsPartsNotApplied));
+        Assert.Equal(LogLevel.Warning, warning.Level);
+        Assert.Contains(started.Address, warning.Message, StringComparison.Ordinal);
+        Assert.Contains(reason, warning.Message, StringComparison.Ordinal);
     }
 
     // Endpoints from --urls, with the test certificate as Kestrel's default (what UseHttps() without arguments uses).
@@ -191,9 +372,20 @@ public sealed class StartupWarningTests
         });
     };
 
+    private const string SiteCss = "body { margin: 0; }";
+
+    private static async Task<(string Body, string EntityTag)> GetAssetAsync(Started started)
+    {
+        using HttpResponseMessage response = await started.Client.GetAsync(new Uri(new Uri(started.Address), "/css/site.css"));
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        return (await response.Content.ReadAsStringAsync(), response.Headers.ETag!.ToString());
+    }
+
+    private static string EntityTagOf(string body) => "\"" + Convert.ToBase64String(SHA256.HashData(Encoding.UTF8.GetBytes(body))) + "\"";
+
     private static string WriteAssets(TestFiles files)
     {
-        files.Write("wwwroot/css/site.css", Encoding.UTF8.GetBytes("body { margin: 0; }"));
+        files.Write("wwwroot/css/site.css", Encoding.UTF8.GetBytes(SiteCss));
         string manifest = files.PathOf("app.staticwebassets.endpoints.json");
         StaticWebAssetsManifest.Write(files.PathOf("wwwroot"), manifest, compress: false);
         return manifest;

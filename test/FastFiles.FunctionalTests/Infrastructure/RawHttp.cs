@@ -120,7 +120,8 @@ public static class RawHttp
         }
     }
 
-    private static int IndexOfHeaderEnd(List<byte> buffer)
+    /// <summary>Where the blank line ending a response head starts in <paramref name="buffer"/>, or -1.</summary>
+    public static int IndexOfHeaderEnd(List<byte> buffer)
     {
         for (int i = 3; i < buffer.Count; i++)
         {

@@ -27,6 +27,9 @@ public sealed class SampleProcess : IAsyncDisposable
 
     public bool IsRunning => !_process.HasExited;
 
+    /// <summary>The exit code, once the process has exited.</summary>
+    public int ExitCode => _process.ExitCode;
+
     public ConcurrentQueue<string> Output { get; }
 
     /// <summary>The sample's build output, beside this test assembly's (same configuration and framework).</summary>
@@ -127,6 +130,9 @@ public sealed class SampleProcess : IAsyncDisposable
         Uri https = new(addresses.First(a => a.StartsWith("https://", StringComparison.Ordinal)));
         return new SampleProcess(process, http, https, output);
     }
+
+    /// <summary>Waits until the process has exited and its output has been read.</summary>
+    public Task WaitForExitAsync(CancellationToken cancellationToken) => _process.WaitForExitAsync(cancellationToken);
 
     /// <summary>How many descriptors the process holds (from /proc).</summary>
     public int OpenDescriptors() => Directory.GetFileSystemEntries($"/proc/{_process.Id}/fd").Length;

@@ -78,7 +78,8 @@ public sealed class TestHost : IAsyncDisposable
         Action<ListenOptions>? configureTls = null,
         string? contentRoot = null,
         string? webRoot = null,
-        Action<ListenOptions>? configureH2c = null)
+        Action<ListenOptions>? configureH2c = null,
+        Action<ListenOptions>? configureEndpoints = null)
     {
         var options = new WebApplicationOptions
         {
@@ -99,19 +100,26 @@ public sealed class TestHost : IAsyncDisposable
             {
                 l.Protocols = HttpProtocols.Http1;
                 l.UseZeroCopySendFile(o => o.MinimumLength = 0);
+                configureEndpoints?.Invoke(l);
             });
             k.Listen(IPAddress.Loopback, 0, l =>
             {
                 l.Protocols = HttpProtocols.Http2;
+                configureEndpoints?.Invoke(l);
                 configureH2c?.Invoke(l);
             });
             k.Listen(IPAddress.Loopback, 0, l =>
             {
                 l.Protocols = HttpProtocols.Http1AndHttp2;
                 l.UseHttps(TestCertificate.Instance);
+                configureEndpoints?.Invoke(l);
                 configureTls?.Invoke(l);
             });
-            k.Listen(IPAddress.Loopback, 0, l => l.Protocols = HttpProtocols.Http1);
+            k.Listen(IPAddress.Loopback, 0, l =>
+            {
+                l.Protocols = HttpProtocols.Http1;
+                configureEndpoints?.Invoke(l);
+            });
             configureKestrel?.Invoke(k);
         });
         configureServices?.Invoke(builder.Services);

@@ -7,7 +7,8 @@ namespace FastFiles.Tests.Packaging;
 /// <summary>
 /// Every C# block of the repository README and the package README compiles in a template-like app
 /// (<c>Microsoft.NET.Sdk.Web</c>, <c>net10.0</c>, implicit usings and nullable on, as <c>dotnet new web</c> makes it)
-/// that references the built library, with no usings beyond those a block states itself.
+/// that gets FastFiles as a user does: a <c>PackageReference</c> to the package packed from this build, restored
+/// from a local folder source into a packages folder of its own, with no usings beyond those a block states itself.
 /// </summary>
 public sealed partial class ReadmeSnippetTests
 {
@@ -31,23 +32,44 @@ public sealed partial class ReadmeSnippetTests
         Directory.CreateDirectory(app);
         try
         {
-            string library = typeof(Microsoft.Extensions.DependencyInjection.FastFilesServiceCollectionExtensions).Assembly.Location;
+            // The package of the library this test was built against (same configuration), as CI packs it.
+            string feed = Path.Combine(app, "feed");
+            string configuration = AppContext.BaseDirectory.Contains($"{Path.DirectorySeparatorChar}Debug{Path.DirectorySeparatorChar}", StringComparison.Ordinal) ? "Debug" : "Release";
+            (int packExit, string packOutput) = await DotnetAsync(repo, "pack", Path.Combine(repo, "src", "FastFiles", "FastFiles.csproj"), "-c", configuration, "--no-build", "-o", feed);
+            Assert.True(packExit == 0, "dotnet pack failed:\n" + packOutput);
+            string package = Path.GetFileNameWithoutExtension(Assert.Single(Directory.GetFiles(feed, "FastFiles.*.nupkg")));
+            string version = package["FastFiles.".Length..];
+
+            // Only the local folder as a source, and a packages folder of its own: a FastFiles of the same version
+            // cached from an earlier build cannot stand in for this one.
+            string packages = Path.Combine(app, "packages");
+            await File.WriteAllTextAsync(Path.Combine(app, "nuget.config"), $"""
+                <?xml version="1.0" encoding="utf-8"?>
+                <configuration>
+                  <packageSources>
+                    <clear />
+                    <add key="local" value="{feed}" />
+                  </packageSources>
+                </configuration>
+                """);
             await File.WriteAllTextAsync(Path.Combine(app, "ReadmeApp.csproj"), $"""
                 <Project Sdk="Microsoft.NET.Sdk.Web">
                   <PropertyGroup>
                     <TargetFramework>net10.0</TargetFramework>
                     <Nullable>enable</Nullable>
                     <ImplicitUsings>enable</ImplicitUsings>
+                    <RestorePackagesPath>{packages}</RestorePackagesPath>
                   </PropertyGroup>
                   <ItemGroup>
-                    <Reference Include="FastFiles" HintPath="{library}" />
+                    <PackageReference Include="FastFiles" Version="{version}" />
                   </ItemGroup>
                 </Project>
                 """);
             await File.WriteAllTextAsync(Path.Combine(app, "Program.cs"), Program(snippets));
 
-            (int exitCode, string output) = await BuildAsync(app);
+            (int exitCode, string output) = await DotnetAsync(app, "build", app, "-nologo", "-v", "q", "-clp:ErrorsOnly", "-nodeReuse:false");
             Assert.True(exitCode == 0, $"README snippets do not compile in a template app:\n{output}\n\n{await File.ReadAllTextAsync(Path.Combine(app, "Program.cs"))}");
+            Assert.True(File.Exists(Path.Combine(packages, "fastfiles", version.ToLowerInvariant(), "lib", "net10.0", "FastFiles.dll")), "the app did not compile against the packed package");
         }
         finally
         {
@@ -100,13 +122,13 @@ public sealed partial class ReadmeSnippetTests
         return string.Join("\n", usings) + "\n\npublic static class ReadmeSnippets\n{\n    public static void Main()\n    {\n    }\n\n" + methods + "}\n";
     }
 
-    private static async Task<(int ExitCode, string Output)> BuildAsync(string project)
+    private static async Task<(int ExitCode, string Output)> DotnetAsync(string workingDirectory, params string[] arguments)
     {
-        var start = new ProcessStartInfo("dotnet", ["build", project, "-nologo", "-v", "q", "-clp:ErrorsOnly", "-nodeReuse:false"])
+        var start = new ProcessStartInfo("dotnet", arguments)
         {
             RedirectStandardOutput = true,
             RedirectStandardError = true,
-            WorkingDirectory = project,
+            WorkingDirectory = workingDirectory,
         };
         // The test host's own MSBuild settings must not leak into an independent build.
         foreach (string key in start.Environment.Keys.Where(k => k.StartsWith("MSBUILD", StringComparison.OrdinalIgnoreCase)).ToArray())

@@ -1,0 +1,1 @@
+done = function(summary, latency, requests) io.write(string.format("REQUESTS %d\n", summary.requests)) end

@@ -1,0 +1,122 @@
+using System.Runtime.InteropServices;
+using FastFiles.Diagnostics;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.AspNetCore.Connections;
+using Microsoft.AspNetCore.Connections.Features;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+
+namespace FastFiles.Connections;
+
+/// <summary>
+/// Connection middleware, outermost: closes a connection at once when its socket took one of the process's last
+/// <c>reserve</c> descriptors (RLIMIT_NOFILE). accept(2) returns the lowest free descriptor, so a socket numbered
+/// <c>limit - reserve</c> or higher means every descriptor below it is in use; kept connections therefore never hold
+/// the top of the table, which stays free for what must not fail: opening files, and the pipe the .NET runtime needs to
+/// start a thread (measured: at the limit, a thread start fails pipe2 with EMFILE and the process aborts, "Out of
+/// memory."; issue 10).
+/// </summary>
+internal sealed partial class DescriptorReserveConnectionMiddleware(ConnectionDelegate next, int reserve, FastFilesMetrics metrics, ILogger logger)
+{
+    private const string LoggerCategory = "FastFiles.Connections.DescriptorReserve";
+    private const int RlimitNofile = 7;
+
+    // One warning per burst: a burst is over after this long without one.
+    private static readonly long QuietTicks = TimeSpan.FromSeconds(10).Ticks;
+    private static long s_lastWarningTicks = long.MinValue / 2;
+    private static long s_refused;
+
+    // The soft limit, read again at most once a second (prlimit can change it while the process runs).
+    private static long s_limit;
+    private static long s_limitReadAt = long.MinValue / 2;
+
+    /// <summary>Adds the check to <paramref name="listenOptions"/>, as the next middleware, when <paramref name="reserve"/> is positive (Linux only).</summary>
+    public static void Use(ListenOptions listenOptions, int reserve)
+    {
+        if (reserve > 0 && OperatingSystem.IsLinux())
+        {
+            listenOptions.Use(next => Wrap(next, reserve, listenOptions));
+        }
+    }
+
+    /// <summary>The check in front of <paramref name="next"/>; <paramref name="next"/> itself when <paramref name="reserve"/> is 0 or not on Linux.</summary>
+    public static ConnectionDelegate Wrap(ConnectionDelegate next, int reserve, ListenOptions listenOptions)
+    {
+        if (reserve <= 0 || !OperatingSystem.IsLinux())
+        {
+            return next;
+        }
+
+        ILogger logger = listenOptions.ApplicationServices?.GetService<ILoggerFactory>()?.CreateLogger(LoggerCategory) ?? NullLogger.Instance;
+        return new DescriptorReserveConnectionMiddleware(next, reserve, FastFilesMetrics.For(listenOptions.ApplicationServices), logger).OnConnectionAsync;
+    }
+
+    public Task OnConnectionAsync(ConnectionContext context)
+    {
+        if (context.Features.Get<IConnectionSocketFeature>()?.Socket is { } socket && Limit() is long limit and > 0)
+        {
+            long descriptor = (long)socket.Handle;
+            if (descriptor >= limit - reserve)
+            {
+                Refuse(context, descriptor, limit);
+                return Task.CompletedTask;
+            }
+        }
+
+        return next(context);
+    }
+
+    private void Refuse(ConnectionContext context, long descriptor, long limit)
+    {
+        metrics.ConnectionRefused();
+        long now = DateTime.UtcNow.Ticks;
+        long last = Interlocked.Read(ref s_lastWarningTicks);
+        if (now - last >= QuietTicks && Interlocked.CompareExchange(ref s_lastWarningTicks, now, last) == last)
+        {
+            Log.DescriptorReserveReached(logger, descriptor, limit, reserve, Interlocked.Exchange(ref s_refused, 0));
+        }
+        else
+        {
+            Interlocked.Increment(ref s_refused);
+        }
+
+        // Nothing has been read or written: closing frees the descriptor now.
+        context.Abort(new ConnectionAbortedException("The process is within its descriptor reserve."));
+    }
+
+    private static long Limit()
+    {
+        long now = Environment.TickCount64;
+        if (now - Volatile.Read(ref s_limitReadAt) >= 1000)
+        {
+            long limit = 0;
+            try
+            {
+                if (GetResourceLimit(RlimitNofile, out ResourceLimit value) == 0)
+                {
+                    limit = (long)Math.Min(value.Current, long.MaxValue);
+                }
+            }
+            catch (EntryPointNotFoundException)
+            {
+                // No getrlimit: the check stays off.
+            }
+
+            Volatile.Write(ref s_limit, limit);
+            Volatile.Write(ref s_limitReadAt, now);
+        }
+
+        return Volatile.Read(ref s_limit);
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    private struct ResourceLimit
+    {
+        public ulong Current;
+        public ulong Maximum;
+    }
+
+    [LibraryImport("libc", EntryPoint = "getrlimit")]
+    private static partial int GetResourceLimit(int resource, out ResourceLimit limit);
+}

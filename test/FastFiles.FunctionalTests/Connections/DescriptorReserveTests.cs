@@ -1,0 +1,108 @@
+using System.Net.Sockets;
+using FastFiles.FunctionalTests.Infrastructure;
+
+namespace FastFiles.FunctionalTests.Connections;
+
+/// <summary>
+/// The sample as shipped under a low RLIMIT_NOFILE, flooded with keep-alive connections: connections whose socket
+/// falls within FastFiles' descriptor reserve are closed as they arrive, so the process never reaches its limit (where
+/// the .NET runtime cannot start a thread and aborts). It keeps running, serves a file it must open on a kept
+/// connection, logs one warning, and serves new connections once load drops.
+/// </summary>
+public sealed class DescriptorReserveTests : IDisposable
+{
+    // Above the sample's idle descriptors (about 220: two per loaded assembly) plus the default reserve of 64.
+    private const int Limit = 400;
+    private readonly TestFiles _files = new();
+
+    [Fact]
+    public async Task Connections_within_the_reserve_are_refused_and_the_server_keeps_serving()
+    {
+        byte[] small = _files.Create("small.txt", 1000);
+        byte[] cold = _files.Create("cold.bin", 1024 * 1024, seed: 2);
+        await using SampleProcess sample = await SampleProcess.StartAsync(_files.Root, maxOpenFiles: Limit);
+        using var timeout = new CancellationTokenSource(TimeSpan.FromMinutes(2));
+        var kept = new List<NetworkStream>();
+        int refused = 0;
+        try
+        {
+            // More connections than descriptors: every one is either served or closed by the server.
+            for (int i = 0; i < Limit && refused < 20; i++)
+            {
+                NetworkStream? connection = null;
+                try
+                {
+                    // A refused connection is closed as it arrives: connect or the first read sees the reset or the end.
+                    connection = new NetworkStream(await RawHttp.ConnectAsync(sample.Http), ownsSocket: true);
+                    RawResponse response = await RawHttp.ExchangeAsync(connection, "/small.txt", timeout.Token);
+                    Assert.Equal(200, response.Status);
+                    Assert.Equal(small, response.Body);
+                    kept.Add(connection);
+                }
+                catch (Exception ex) when (ex is IOException or SocketException)
+                {
+                    refused++;
+                    if (connection is not null)
+                    {
+                        await connection.DisposeAsync();
+                    }
+                }
+            }
+
+            Assert.True(refused > 0, $"no connection was refused after {kept.Count}");
+            Assert.True(sample.IsRunning, string.Join('\n', sample.Output));
+            Assert.True(sample.OpenDescriptors() < Limit);
+
+            // The reserve leaves room to open a file nothing has opened before.
+            RawResponse opened = await RawHttp.ExchangeAsync(kept[0], "/cold.bin", timeout.Token);
+            Assert.Equal(200, opened.Status);
+            Assert.Equal(cold, opened.Body);
+
+            // Load drops: a new connection is served.
+            foreach (NetworkStream connection in kept.Skip(1).Take(kept.Count / 2))
+            {
+                await connection.DisposeAsync();
+            }
+
+            kept.RemoveRange(1, kept.Count / 2);
+            RawResponse? recovered = null;
+            for (int i = 0; i < 100 && recovered is null; i++)
+            {
+                try
+                {
+                    await using var connection = new NetworkStream(await RawHttp.ConnectAsync(sample.Http), ownsSocket: true);
+                    recovered = await RawHttp.ExchangeAsync(connection, "/cold.bin", timeout.Token);
+                }
+                catch (Exception ex) when (ex is IOException or SocketException)
+                {
+                    // Closed descriptors are freed as the server notices the closes: try again, bounded.
+                    await Task.Delay(100, timeout.Token);
+                }
+            }
+
+            Assert.NotNull(recovered);
+            Assert.Equal(200, recovered.Status);
+            Assert.Equal(cold, recovered.Body);
+
+            // One warning for the burst (the console logger writes asynchronously: wait for it, bounded).
+            const string Warning = "within the last 64 kept free";
+            for (int i = 0; i < 100 && !sample.Output.Any(l => l.Contains(Warning, StringComparison.Ordinal)); i++)
+            {
+                await Task.Delay(100, timeout.Token);
+            }
+
+            Assert.Equal(1, sample.Output.Count(l => l.Contains(Warning, StringComparison.Ordinal)));
+            Assert.True(sample.IsRunning);
+            Assert.DoesNotContain(sample.Output, l => l.StartsWith("fail:", StringComparison.Ordinal) || l.StartsWith("crit:", StringComparison.Ordinal));
+        }
+        finally
+        {
+            foreach (NetworkStream connection in kept)
+            {
+                await connection.DisposeAsync();
+            }
+        }
+    }
+
+    public void Dispose() => _files.Dispose();
+}
