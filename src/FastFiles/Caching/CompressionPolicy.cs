@@ -21,6 +21,9 @@ internal sealed class CompressionPolicy
     {
         ArgumentOutOfRangeException.ThrowIfNegative(minimumSize);
         ArgumentOutOfRangeException.ThrowIfLessThan(maximumSize, minimumSize);
+
+        // A file is read into one array to be compressed.
+        ArgumentOutOfRangeException.ThrowIfGreaterThan(maximumSize, Array.MaxLength);
         if (brotliQuality is < 0 or > 11)
         {
             throw new ArgumentOutOfRangeException(nameof(brotliQuality), brotliQuality, "Brotli quality must be 0 to 11.");

@@ -148,11 +148,11 @@ internal static class ConnectionPartsCoverage
     }
 
     /// <summary>
-    /// Gives endpoints bound from URLs FastFiles' parts through <paramref name="applyParts"/> (with <see langword="true"/>
-    /// for HTTPS, after TLS has been added), and registers the startup check that names the HTTPS endpoints left
+    /// Gives endpoints bound from URLs FastFiles' parts: <paramref name="outermost"/> first, in front of the TLS added
+    /// for an HTTPS address, then <paramref name="applyParts"/> (with <see langword="true"/> for HTTPS, after TLS), and registers the startup check that names the HTTPS endpoints left
     /// without them. Once per server.
     /// </summary>
-    public static void Register(KestrelServerOptions options, string parts, Action<ListenOptions, bool> applyParts)
+    public static void Register(KestrelServerOptions options, string parts, Action<ListenOptions> outermost, Action<ListenOptions, bool> applyParts)
     {
         State state = StateOf(options);
         lock (state)
@@ -186,6 +186,9 @@ internal static class ConnectionPartsCoverage
                 return;
             }
 
+            // In front of the TLS added here: a connection that never starts its handshake would otherwise hold its
+            // descriptor for the whole handshake timeout before the reserve could see it.
+            outermost(listen);
             if (https)
             {
                 // An app's own endpoint-defaults callback ran first and may have added TLS already.

@@ -18,11 +18,10 @@ internal static class EndpointWiring
 {
     /// <summary>
     /// A URL-bound endpoint, from the endpoint-defaults callback (<see cref="ConnectionPartsCoverage.Register"/>); on
-    /// HTTPS, TLS has been added just before.
+    /// HTTPS, TLS has been added just before (the descriptor reserve went in front of it).
     /// </summary>
     public static void ApplyToUrlEndpoint(ListenOptions listen, bool https, FastFilesKestrelOptions fastFiles)
     {
-        DescriptorReserveConnectionMiddleware.Use(listen, fastFiles.DescriptorReserve);
         if (!https && fastFiles.EnableZeroCopySendFile)
         {
             listen.UseZeroCopySendFile();

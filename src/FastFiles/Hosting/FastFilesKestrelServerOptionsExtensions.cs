@@ -1,3 +1,4 @@
+using FastFiles.Connections;
 using FastFiles.Hosting;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
@@ -54,7 +55,11 @@ public static class FastFilesKestrelServerOptionsExtensions
         string parts = string.Join(" and ", new[] { fastFiles.EnableTlsRecordCoalescing ? "TLS record coalescing" : null, stageOn ? "the HTTP/2 TLS output stage" : null }.OfType<string>());
         if (options.ApplicationServices is not null)
         {
-            ConnectionPartsCoverage.Register(options, parts, (listen, https) => EndpointWiring.ApplyToUrlEndpoint(listen, https, fastFiles));
+            ConnectionPartsCoverage.Register(
+                options,
+                parts,
+                listen => DescriptorReserveConnectionMiddleware.Use(listen, fastFiles.DescriptorReserve),
+                (listen, https) => EndpointWiring.ApplyToUrlEndpoint(listen, https, fastFiles));
         }
 
         if (options.ConfigurationLoader is { } loader)

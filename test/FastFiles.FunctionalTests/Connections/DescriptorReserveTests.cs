@@ -104,5 +104,55 @@ public sealed class DescriptorReserveTests : IDisposable
         }
     }
 
+    // The cheapest flood of an HTTPS endpoint is a TCP connect that never sends a ClientHello: TLS waits for it (the
+    // handshake timeout), so the reserve must come before TLS, or such connections hold descriptors up to the limit.
+    [Fact]
+    public async Task Connections_that_never_start_tls_are_refused_within_the_reserve()
+    {
+        _files.Create("small.txt", 1000);
+        byte[] cold = _files.Create("cold.bin", 1024 * 1024, seed: 2);
+        await using SampleProcess sample = await SampleProcess.StartAsync(_files.Root, maxOpenFiles: Limit);
+        using var timeout = new CancellationTokenSource(TimeSpan.FromMinutes(2));
+        await using var kept = new NetworkStream(await RawHttp.ConnectAsync(sample.Http), ownsSocket: true);
+        Assert.Equal(200, (await RawHttp.ExchangeAsync(kept, "/small.txt", timeout.Token)).Status);
+        var silent = new List<Socket>();
+        try
+        {
+            for (int i = 0; i < Limit; i++)
+            {
+                try
+                {
+                    silent.Add(await RawHttp.ConnectAsync(sample.Https));
+                }
+                catch (SocketException)
+                {
+                    // Refused as it arrived.
+                }
+            }
+
+            // Refusals are logged once per burst (the console logger writes asynchronously: wait for it, bounded).
+            const string Warning = "within the last 64 kept free";
+            for (int i = 0; i < 300 && sample.IsRunning && !sample.Output.Any(l => l.Contains(Warning, StringComparison.Ordinal)); i++)
+            {
+                await Task.Delay(100, timeout.Token);
+            }
+
+            Assert.True(sample.IsRunning, string.Join('\n', sample.Output));
+            Assert.Equal(1, sample.Output.Count(l => l.Contains(Warning, StringComparison.Ordinal)));
+
+            // The reserve left room to open a file nothing has opened before.
+            RawResponse opened = await RawHttp.ExchangeAsync(kept, "/cold.bin", timeout.Token);
+            Assert.Equal(200, opened.Status);
+            Assert.Equal(cold, opened.Body);
+        }
+        finally
+        {
+            foreach (Socket socket in silent)
+            {
+                socket.Dispose();
+            }
+        }
+    }
+
     public void Dispose() => _files.Dispose();
 }

@@ -521,6 +521,56 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         }
     }
 
+    [Fact]
+    public async Task The_send_path_and_its_minimum_length_bind_from_configuration()
+    {
+        var files = new TestFiles();
+        byte[] small = files.Create("small.txt", 100_000);
+        byte[] large = files.Create("large.txt", 300_000, seed: 2);
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
+        {
+            Args = ["--hostBuilder:reloadConfigOnChange=false"],
+            EnvironmentName = "Production",
+            ContentRootPath = AppContext.BaseDirectory,
+        });
+        builder.Logging.ClearProviders();
+        builder.Configuration.AddInMemoryCollection(new Dictionary<string, string?>
+        {
+            ["Kestrel:Endpoints:Plain:Url"] = "http://127.0.0.1:0",
+            ["Kestrel:Endpoints:Plain:Protocols"] = "Http1",
+            ["FastFiles:Kestrel:EnableZeroCopySendFile"] = "true",
+            ["FastFiles:Kestrel:ZeroCopySendFile:MinimumLength"] = "200000",
+        });
+        // No code options: both settings come from the FastFiles:Kestrel section.
+        builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections());
+        builder.Services.AddFastFiles(o => o.EnableFileCache = false);
+        await using WebApplication app = builder.Build();
+        app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(files.Root) });
+        await app.StartAsync();
+        try
+        {
+            IMeterFactory meters = app.Services.GetRequiredService<IMeterFactory>();
+            using var sendfile = new InstrumentRecorder(meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
+            using var belowMinimum = new InstrumentRecorder(meters, "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "below_minimum"));
+            var address = new Uri(app.Services.GetRequiredService<Microsoft.AspNetCore.Hosting.Server.IServer>().Features
+                .Get<Microsoft.AspNetCore.Hosting.Server.Features.IServerAddressesFeature>()!.Addresses.Single());
+
+            RawResponse copied = await RawHttp.SendAsync(address, "/small.txt");
+            Assert.Equal(small, copied.Body);
+            Assert.Equal(1, await WaitForAsync(() => belowMinimum.Total, 1));
+
+            RawResponse sent = await RawHttp.SendAsync(address, "/large.txt");
+            Assert.Equal(large, sent.Body);
+            Assert.Equal(large.Length, await WaitForAsync(() => sendfile.Total, large.Length));
+            Assert.Equal(1, belowMinimum.Total);
+        }
+        finally
+        {
+            await app.StopAsync();
+            files.Dispose();
+        }
+    }
+
     private static Dictionary<string, string> Without(Dictionary<string, string> headers, string name)
         => headers.Where(h => !h.Key.Equals(name, StringComparison.OrdinalIgnoreCase)).ToDictionary(h => h.Key, h => h.Value, StringComparer.OrdinalIgnoreCase);
 

@@ -97,6 +97,38 @@ public sealed class StartupWarningTests
         Assert.Empty(started.Logs.WithId(TlsPartsNotApplied));
     }
 
+    // Kestrel skips its own UseHttps on a configured endpoint whose defaults callback already added TLS; FastFiles'
+    // per-endpoint callback must do the same and put its parts behind that TLS, not a second handshake.
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public async Task Configuration_endpoint_whose_defaults_callback_adds_tls_gets_one_tls_and_the_parts(bool sni)
+    {
+        using var files = new TestFiles();
+        string pfx = files.PathOf("server.pfx");
+        File.WriteAllBytes(pfx, TestCertificate.Instance.Export(X509ContentType.Pkcs12, "pw"));
+        string certificate = sni ? "Hosts:Sni:*:Certificate" : "Hosts:Certificate";
+        await using Started started = await StartAsync(
+            [
+                "--Kestrel:Endpoints:Hosts:Url=https://127.0.0.1:0",
+                $"--Kestrel:Endpoints:{certificate}:Path={pfx}",
+                $"--Kestrel:Endpoints:{certificate}:Password=pw",
+            ],
+            builder =>
+            {
+                builder.Services.AddFastFiles();
+                builder.WebHost.ConfigureKestrel(kestrel =>
+                {
+                    kestrel.ConfigureEndpointDefaults(listen => listen.UseHttps(TestCertificate.Instance));
+                    kestrel.UseFastFilesConnections();
+                });
+            });
+
+        Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
+        Assert.True(started.Coalesced.Total >= 1, "the configured endpoint's connection was not coalesced");
+        Assert.Empty(started.Logs.WithId(TlsPartsNotApplied));
+    }
+
     [Fact]
     public async Task Https_endpoint_bound_from_a_url_without_AddFastFiles_is_named_in_a_warning()
     {

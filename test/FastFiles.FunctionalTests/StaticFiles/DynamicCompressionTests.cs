@@ -95,6 +95,20 @@ public sealed class DynamicCompressionTests(DynamicCompressionTests.Fixture fixt
 
     [Theory]
     [Transports]
+    public async Task Head_describes_the_variant_without_a_body(Transport transport)
+    {
+        using HttpResponseMessage get = await Compression.WaitForEncodingAsync(_f.Host, transport, "/app.css", "gzip");
+        byte[] body = await get.Content.ReadAsByteArrayAsync();
+        using HttpResponseMessage head = await _f.Host.SendAsync(transport, "/app.css", r => r.Headers.TryAddWithoutValidation("Accept-Encoding", "gzip"), HttpMethod.Head);
+        Assert.Equal(HttpStatusCode.OK, head.StatusCode);
+        Assert.Equal("gzip", head.Header("Content-Encoding"));
+        Assert.Equal(body.Length, head.Content.Headers.ContentLength);
+        Assert.Equal(get.Header("ETag"), head.Header("ETag"));
+        Assert.Empty(await head.Content.ReadAsByteArrayAsync());
+    }
+
+    [Theory]
+    [Transports]
     public async Task Ranges_address_the_compressed_bytes(Transport transport)
     {
         using HttpResponseMessage full = await Compression.WaitForEncodingAsync(_f.Host, transport, "/app.css", "br");

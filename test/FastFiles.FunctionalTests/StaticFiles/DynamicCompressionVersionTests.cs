@@ -89,6 +89,21 @@ public sealed class DynamicCompressionVersionTests : IDisposable
     }
 
     [Fact]
+    public async Task Without_the_file_cache_files_are_sent_as_they_are()
+    {
+        byte[] css = DynamicCompressionTests.Text(10_000, 71);
+        _files.Write("nocache.css", css);
+        await using TestHost host = await StartAsync(new Gate(), o => o.EnableFileCache = false);
+        for (int i = 0; i < 3; i++)
+        {
+            using HttpResponseMessage response = await GetAsync(host, "/nocache.css", "br, gzip");
+            Assert.Empty(response.Content.Headers.ContentEncoding);
+            Assert.Null(response.Header("Vary"));
+            Assert.Equal(css, await response.Content.ReadAsByteArrayAsync());
+        }
+    }
+
+    [Fact]
     public async Task A_variant_larger_than_a_quarter_of_the_cache_budget_is_not_kept()
     {
         byte[] large = DynamicCompressionTests.Text(600_000, 61), small = DynamicCompressionTests.Text(60_000, 62);

@@ -70,6 +70,13 @@ public sealed class CompressionPolicyTests
     public void Levels_out_of_range_are_refused(int brotli, int gzip)
         => Assert.Throws<ArgumentOutOfRangeException>(() => new CompressionPolicy(["text/css"], 0, 10, brotli, gzip));
 
+    [Theory]
+    [InlineData(-1, 10)]
+    [InlineData(10, 9)]
+    [InlineData(0, 3L * 1024 * 1024 * 1024)]
+    public void Sizes_out_of_range_are_refused(long minimum, long maximum)
+        => Assert.Throws<ArgumentOutOfRangeException>(() => new CompressionPolicy(["text/css"], minimum, maximum, 6, 6));
+
     [Fact]
     public void Output_round_trips_and_incompressible_input_gives_none()
     {
