@@ -17,7 +17,7 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
     public async Task A_dribbled_request_is_closed_by_the_lane_not_handed_to_Kestrel()
     {
         _files.Create("one.txt", 100);
-        await using LaneHost host = await LaneHost.StartAsync(_files.Root, k => k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(2));
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, k => k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(3));
         (System.Net.Sockets.Socket socket, Stream stream) = await LaneHost.ConnectAsync(host.Lane);
         using (socket)
         await using (stream)
@@ -26,7 +26,7 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
             var buffer = new byte[4096];
             Task<int> read = stream.ReadAsync(buffer).AsTask();
             using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(60));
-            // One header byte every 300 ms, more reads than the lane takes quickly, until the server closes (bounded).
+            // One header byte every 700 ms (a request still arriving a second after its first bytes), until the server closes (bounded).
             while (!read.IsCompleted && !bound.IsCancellationRequested)
             {
                 try
@@ -38,7 +38,7 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
                     break;
                 }
 
-                await Task.WhenAny(read, Task.Delay(300, bound.Token));
+                await Task.WhenAny(read, Task.Delay(700, bound.Token));
             }
 
             int received;
