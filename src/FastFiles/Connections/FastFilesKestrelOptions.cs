@@ -51,7 +51,12 @@ public sealed class FastFilesKestrelOptions
     /// can still be opened and the .NET runtime can still start threads (at the limit it cannot, and aborts). Linux
     /// only; 0 turns the check off.
     /// </summary>
-    /// <remarks>Defaults to 64.</remarks>
+    /// <remarks>
+    /// Defaults to 64. On endpoints from configuration and from URLs the check comes before TLS, so a connection that
+    /// never starts its handshake is closed too; on a code endpoint it runs where
+    /// <c>listenOptions.UseFastFilesConnections()</c> is called, which after <c>UseHttps(...)</c> means once the
+    /// handshake has completed (a silent connection holds its descriptor until Kestrel's handshake timeout).
+    /// </remarks>
     public int DescriptorReserve { get; set; } = 64;
 
     /// <summary>
