@@ -483,11 +483,11 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         }
     }
 
-    [Fact]
-    public async Task A_plaintext_endpoint_from_configuration_gets_the_send_path()
+    // An app whose only endpoint is a plaintext HTTP/1.1 one from Kestrel:Endpoints, serving files with the file cache off
+    // (so every body is a file body); settings are added to the configuration, configureKestrel runs on Kestrel's options.
+    private static async Task<(WebApplication App, Uri Address)> StartConfiguredAsync(
+        TestFiles files, Dictionary<string, string?> settings, Action<KestrelServerOptions> configureKestrel)
     {
-        var files = new TestFiles();
-        byte[] content = files.Create("page.txt", 100_000);
         WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
         {
             Args = ["--hostBuilder:reloadConfigOnChange=false"],
@@ -495,65 +495,55 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
             ContentRootPath = AppContext.BaseDirectory,
         });
         builder.Logging.ClearProviders();
-        builder.Configuration.AddInMemoryCollection(new Dictionary<string, string?>
-        {
-            ["Kestrel:Endpoints:Plain:Url"] = "http://127.0.0.1:0",
-            ["Kestrel:Endpoints:Plain:Protocols"] = "Http1",
-        });
-        builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections(o => o.EnableZeroCopySendFile = true));
+        settings["Kestrel:Endpoints:Plain:Url"] = "http://127.0.0.1:0";
+        settings["Kestrel:Endpoints:Plain:Protocols"] = "Http1";
+        builder.Configuration.AddInMemoryCollection(settings);
+        builder.WebHost.ConfigureKestrel(configureKestrel);
         builder.Services.AddFastFiles(o => o.EnableFileCache = false);
-        await using WebApplication app = builder.Build();
+        WebApplication app = builder.Build();
         app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(files.Root) });
         await app.StartAsync();
-        try
+        var address = new Uri(app.Services.GetRequiredService<Microsoft.AspNetCore.Hosting.Server.IServer>().Features
+            .Get<Microsoft.AspNetCore.Hosting.Server.Features.IServerAddressesFeature>()!.Addresses.Single());
+        return (app, address);
+    }
+
+    [Fact]
+    public async Task A_plaintext_endpoint_from_configuration_gets_the_send_path()
+    {
+        using var files = new TestFiles();
+        byte[] content = files.Create("page.txt", 100_000);
+        (WebApplication app, Uri address) = await StartConfiguredAsync(files, [], k => k.UseFastFilesConnections(o => o.EnableZeroCopySendFile = true));
+        await using (app)
         {
             using var sendfile = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
-            var address = new Uri(app.Services.GetRequiredService<Microsoft.AspNetCore.Hosting.Server.IServer>().Features
-                .Get<Microsoft.AspNetCore.Hosting.Server.Features.IServerAddressesFeature>()!.Addresses.Single());
             RawResponse response = await RawHttp.SendAsync(address, "/page.txt");
             Assert.Equal(content, response.Body);
             Assert.Equal(content.Length, await WaitForAsync(() => sendfile.Total, content.Length));
-        }
-        finally
-        {
             await app.StopAsync();
-            files.Dispose();
         }
     }
 
     [Fact]
     public async Task The_send_path_and_its_minimum_length_bind_from_configuration()
     {
-        var files = new TestFiles();
+        using var files = new TestFiles();
         byte[] small = files.Create("small.txt", 100_000);
         byte[] large = files.Create("large.txt", 300_000, seed: 2);
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
-        {
-            Args = ["--hostBuilder:reloadConfigOnChange=false"],
-            EnvironmentName = "Production",
-            ContentRootPath = AppContext.BaseDirectory,
-        });
-        builder.Logging.ClearProviders();
-        builder.Configuration.AddInMemoryCollection(new Dictionary<string, string?>
-        {
-            ["Kestrel:Endpoints:Plain:Url"] = "http://127.0.0.1:0",
-            ["Kestrel:Endpoints:Plain:Protocols"] = "Http1",
-            ["FastFiles:Kestrel:EnableZeroCopySendFile"] = "true",
-            ["FastFiles:Kestrel:ZeroCopySendFile:MinimumLength"] = "200000",
-        });
         // No code options: both settings come from the FastFiles:Kestrel section.
-        builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections());
-        builder.Services.AddFastFiles(o => o.EnableFileCache = false);
-        await using WebApplication app = builder.Build();
-        app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(files.Root) });
-        await app.StartAsync();
-        try
+        (WebApplication app, Uri address) = await StartConfiguredAsync(
+            files,
+            new Dictionary<string, string?>
+            {
+                ["FastFiles:Kestrel:EnableZeroCopySendFile"] = "true",
+                ["FastFiles:Kestrel:ZeroCopySendFile:MinimumLength"] = "200000",
+            },
+            k => k.UseFastFilesConnections());
+        await using (app)
         {
             IMeterFactory meters = app.Services.GetRequiredService<IMeterFactory>();
             using var sendfile = new InstrumentRecorder(meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
             using var belowMinimum = new InstrumentRecorder(meters, "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "below_minimum"));
-            var address = new Uri(app.Services.GetRequiredService<Microsoft.AspNetCore.Hosting.Server.IServer>().Features
-                .Get<Microsoft.AspNetCore.Hosting.Server.Features.IServerAddressesFeature>()!.Addresses.Single());
 
             RawResponse copied = await RawHttp.SendAsync(address, "/small.txt");
             Assert.Equal(small, copied.Body);
@@ -563,11 +553,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
             Assert.Equal(large, sent.Body);
             Assert.Equal(large.Length, await WaitForAsync(() => sendfile.Total, large.Length));
             Assert.Equal(1, belowMinimum.Total);
-        }
-        finally
-        {
             await app.StopAsync();
-            files.Dispose();
         }
     }
 
