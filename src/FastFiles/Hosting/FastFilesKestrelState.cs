@@ -22,9 +22,7 @@ internal sealed class FastFilesKestrelState
 
     public static FastFilesKestrelState? Of(IServiceProvider? services) => services?.GetService<IOptions<FastFilesKestrelState>>()?.Value;
 
-    /// <summary>The server's registered options, or <see langword="null"/>.</summary>
-    public static FastFilesKestrelOptions? Registered(ListenOptions listenOptions) => Of(listenOptions.ApplicationServices)?.Options;
-
     /// <summary>The server's registered options, else the defaults.</summary>
-    public static FastFilesKestrelOptions OptionsFor(ListenOptions listenOptions) => Registered(listenOptions) ?? new FastFilesKestrelOptions();
+    public static FastFilesKestrelOptions OptionsFor(ListenOptions listenOptions)
+        => Of(listenOptions.ApplicationServices)?.Options ?? new FastFilesKestrelOptions();
 }

@@ -325,7 +325,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         if (!directory)
         {
             LookupResult found = LookupResult.NotFound;
-            if (_policy.TryGetContentType(subpath, out _))
+            if (_policy.TryGetContentType(subpath, out contentType))
             {
                 found = _source.TryOpen(subpath, null, out identity);
             }
@@ -338,7 +338,6 @@ internal sealed class FastStaticFileMiddleware : IDisposable
 
             if (found == LookupResult.File)
             {
-                _policy.TryGetContentType(subpath, out contentType);
                 return Resolution.File;
             }
 
@@ -351,13 +350,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             }
 
             // A directory named without its trailing slash.
-            if (_options.RedirectToAppendTrailingSlash && FindDefaultFile(subpath + "/", out FileVersion? probe) is not null)
-            {
-                probe!.Dispose();
-                return Resolution.Redirect;
-            }
-
-            return Resolution.NotOurs;
+            return RedirectIfDefaultFile(subpath + "/");
         }
 
         if (_options.DefaultFileNames.Count == 0)
@@ -367,13 +360,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
 
         if (rootWithoutSlash)
         {
-            if (_options.RedirectToAppendTrailingSlash && FindDefaultFile("/", out FileVersion? probe) is not null)
-            {
-                probe!.Dispose();
-                return Resolution.Redirect;
-            }
-
-            return Resolution.NotOurs;
+            return RedirectIfDefaultFile("/");
         }
 
         if (FindDefaultFile(subpath, out identity) is not { } defaultPath)
@@ -391,6 +378,18 @@ internal sealed class FastStaticFileMiddleware : IDisposable
 
         subpath = defaultPath;
         return Resolution.File;
+    }
+
+    // A directory named without its trailing slash is redirected to the slashed URL only when it has a default file.
+    private Resolution RedirectIfDefaultFile(string directoryPath)
+    {
+        if (_options.RedirectToAppendTrailingSlash && FindDefaultFile(directoryPath, out FileVersion? probe) is not null)
+        {
+            probe!.Dispose();
+            return Resolution.Redirect;
+        }
+
+        return Resolution.NotOurs;
     }
 
     private string? FindDefaultFile(string directoryPath, out FileVersion? version)
