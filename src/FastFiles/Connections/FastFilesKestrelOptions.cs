@@ -72,8 +72,8 @@ public sealed class FastFilesKestrelOptions
     public ZeroCopySendFileOptions ZeroCopySendFile { get; } = new();
 
     /// <summary>
-    /// Whether <c>KestrelServerOptions.UseFastFilesConnections</c> (for every endpoint from configuration, after TLS on
-    /// HTTPS ones) and <c>ListenOptions.UseFastFilesConnections</c> add the HTTP/1.1 static lane with the application's
+    /// Whether <c>KestrelServerOptions.UseFastFilesConnections</c> (for every endpoint from configuration or bound from
+    /// URLs, after TLS on HTTPS ones) and <c>ListenOptions.UseFastFilesConnections</c> add the HTTP/1.1 static lane with the application's
     /// <c>StaticLaneOptions</c> roots (<c>services.ConfigureStaticLane(...)</c>, the <c>FastFiles:StaticLane</c>
     /// configuration section): GET and HEAD for files under those roots are answered before Kestrel parses the request,
     /// and never reach the application's middleware (no authentication, no rewrites). An explicit <c>UseStaticLane()</c>

@@ -65,7 +65,7 @@ public static class Http2TlsOutputStageListenOptionsExtensions
         configure?.Invoke(stage);
         if (stage.Mode != Http2TlsOutputStageMode.Disabled)
         {
-            EndpointWiring.UseTlsParts(endpoint, coalesceRecords: false, stage);
+            EndpointWiring.UseStage(endpoint, stage);
         }
 
         return endpoint;

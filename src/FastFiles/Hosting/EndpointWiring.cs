@@ -1,6 +1,7 @@
 using FastFiles.Connections;
 using FastFiles.Diagnostics;
 using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Connections;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Server.Kestrel;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
@@ -12,13 +13,13 @@ namespace FastFiles.Hosting;
 /// <summary>
 /// How FastFiles' connection parts reach the endpoints Kestrel builds itself: those read from configuration
 /// (<c>Kestrel:Endpoints</c>) and those bound from URLs. Connection middleware order, outermost first: descriptor
-/// reserve, send path (plaintext only), TLS, record coalescing, static lane, request header cache, output stage.
+/// reserve, send path (plaintext only), TLS, then <see cref="ComposeParts"/>.
 /// </summary>
 internal static class EndpointWiring
 {
     /// <summary>
     /// A URL-bound endpoint, from the endpoint-defaults callback (<see cref="ConnectionPartsCoverage.Register"/>); on
-    /// HTTPS, TLS has been added just before (the descriptor reserve went in front of it).
+    /// HTTPS, TLS has been added just before (the descriptor reserve went in front of it), so every part sees plaintext.
     /// </summary>
     public static void ApplyToUrlEndpoint(ListenOptions listen, bool https, FastFilesKestrelOptions fastFiles)
     {
@@ -27,20 +28,7 @@ internal static class EndpointWiring
             listen.UseZeroCopySendFile();
         }
 
-        if (fastFiles.EnableRequestHeaderCache)
-        {
-            listen.UseRequestHeaderCache();
-        }
-
-        if (https && fastFiles.EnableTlsRecordCoalescing)
-        {
-            listen.UseTlsRecordCoalescing();
-        }
-
-        if (https && fastFiles.EnableHttp2TlsOutputStage)
-        {
-            listen.UseHttp2TlsOutputStage(fastFiles.Http2TlsOutputStage);
-        }
+        UseParts(listen, fastFiles, https ? InnerParts.All : InnerParts.HeaderCache | InnerParts.Lane);
     }
 
     /// <summary>
@@ -60,76 +48,124 @@ internal static class EndpointWiring
                 DescriptorReserveConnectionMiddleware.Use(e.ListenOptions, fastFiles.DescriptorReserve);
 
                 // Next: nothing may wrap the connection between the socket and the send path.
-                if (fastFiles.EnableZeroCopySendFile && !e.IsHttps)
+                if (!e.IsHttps)
                 {
-                    e.ListenOptions.UseZeroCopySendFile();
+                    if (fastFiles.EnableZeroCopySendFile)
+                    {
+                        e.ListenOptions.UseZeroCopySendFile();
+                    }
+
+                    UseParts(e.ListenOptions, fastFiles, InnerParts.HeaderCache | InnerParts.Lane);
+                    return;
                 }
 
-                if (fastFiles.EnableRequestHeaderCache)
+                if (!(staged || fastFiles.EnableTlsRecordCoalescing || fastFiles.EnableStaticLane))
                 {
-                    e.ListenOptions.UseRequestHeaderCache();
+                    // Nothing needs plaintext: Kestrel adds TLS after this callback as usual.
+                    UseParts(e.ListenOptions, fastFiles, InnerParts.HeaderCache);
+                    return;
                 }
 
-                bool tlsApplied = false;
-                if (staged || fastFiles.EnableTlsRecordCoalescing || (fastFiles.EnableStaticLane && e.IsHttps))
+                if (e.ConfigSection.GetSection("Sni").GetChildren().Any())
                 {
-                    tlsApplied = UseTlsParts(e, fastFiles.EnableTlsRecordCoalescing, staged ? stage : null);
+                    // Kestrel's SNI selector (per-host certificates, protocols and client-certificate modes) is internal, so
+                    // Kestrel keeps adding TLS here; the plaintext-side parts go after its TLS once the loader has run.
+                    UseParts(e.ListenOptions, fastFiles, InnerParts.HeaderCache);
+                    ConnectionPartsCoverage.AfterKestrelTls(
+                        e.ListenOptions, e.ConfigSection.Key, listen => UseParts(listen, fastFiles, InnerParts.TlsSide | InnerParts.Lane));
+                    return;
                 }
 
-                // The lane must see plaintext: on an HTTPS endpoint FastFiles could not take TLS over (SNI), it stays off.
-                if (fastFiles.EnableStaticLane && (!e.IsHttps || tlsApplied))
-                {
-                    e.ListenOptions.UseStaticLane(lane: null);
-                }
+                UseTls(e);
+                UseParts(e.ListenOptions, fastFiles, InnerParts.All);
             });
         }
     }
 
+    /// <summary>The parts that need plaintext, and so go behind TLS on an HTTPS endpoint.</summary>
+    [Flags]
+    internal enum InnerParts
+    {
+        /// <summary>The per-connection request header cache (sees no bytes: either side of TLS).</summary>
+        HeaderCache = 1,
+
+        /// <summary>TLS record coalescing and the HTTP/2 TLS output stage (pass plaintext connections through).</summary>
+        TlsSide = 2,
+
+        /// <summary>The static lane (HTTP/1.1 bytes).</summary>
+        Lane = 4,
+
+        All = HeaderCache | TlsSide | Lane,
+    }
+
     /// <summary>
-    /// Applies TLS with the options the loader assembled, then record coalescing and/or the stage on its plaintext side.
-    /// True when TLS is now applied here (so later connection middleware sees plaintext).
+    /// The one order of FastFiles' plaintext-side parts, outermost first: TLS record coalescing (it also coalesces what the
+    /// stage drains), static lane (a connection it hands off still gets the parts behind it), request header cache,
+    /// HTTP/2 TLS output stage. Code-configured, URL-bound and configured endpoints all build it here; in front of it go
+    /// the descriptor reserve, the send path (plaintext) and TLS.
     /// </summary>
-    public static bool UseTlsParts(EndpointConfiguration endpoint, bool coalesceRecords, Http2TlsOutputStageOptions? stage)
+    internal static ConnectionDelegate ComposeParts(ConnectionDelegate next, FastFilesKestrelOptions options, ListenOptions listen, InnerParts parts)
+    {
+        ConnectionDelegate pipeline = next;
+        if ((parts & InnerParts.TlsSide) != 0 && options.EnableHttp2TlsOutputStage)
+        {
+            pipeline = Http2TlsOutputStageListenOptionsExtensions.CreateStage(pipeline, options.Http2TlsOutputStage, listen);
+        }
+
+        if ((parts & InnerParts.HeaderCache) != 0 && options.EnableRequestHeaderCache)
+        {
+            pipeline = new RequestHeaderCacheConnectionMiddleware(pipeline).OnConnectionAsync;
+        }
+
+        if ((parts & InnerParts.Lane) != 0 && options.EnableStaticLane)
+        {
+            pipeline = StaticLaneWiring.CreateLane(pipeline, lane: null, listen);
+        }
+
+        if ((parts & InnerParts.TlsSide) != 0 && options.EnableTlsRecordCoalescing)
+        {
+            pipeline = new TlsRecordCoalescingConnectionMiddleware(pipeline, FastFilesMetrics.For(listen.ApplicationServices)).OnConnectionAsync;
+        }
+
+        return pipeline;
+    }
+
+    private static void UseParts(ListenOptions listen, FastFilesKestrelOptions options, InnerParts parts)
+    {
+        if ((parts & InnerParts.TlsSide) != 0 && (options.EnableTlsRecordCoalescing || options.EnableHttp2TlsOutputStage))
+        {
+            ConnectionPartsCoverage.TrackTlsSide(listen);
+        }
+
+        listen.Use(next => ComposeParts(next, options, listen, parts));
+    }
+
+    /// <summary>Applies TLS with the HTTPS options the loader assembled (certificate included).</summary>
+    private static void UseTls(EndpointConfiguration endpoint)
+    {
+        // The loader skips its own UseHttps when the endpoint is already TLS; HttpsOptions already holds the certificate.
+        endpoint.ListenOptions.UseHttps(endpoint.HttpsOptions);
+        Log.ConfigurationEndpointStaged(Http2TlsOutputStageListenOptionsExtensions.CreateLogger(endpoint.ListenOptions.ApplicationServices), endpoint.ConfigSection.Key);
+    }
+
+    /// <summary>
+    /// For an app's own <c>ConfigurationLoader.Endpoint(name, ...)</c> callback: applies TLS with the options the loader
+    /// assembled, then the stage on its plaintext side (behind Kestrel's own TLS on an SNI endpoint).
+    /// </summary>
+    public static void UseStage(EndpointConfiguration endpoint, Http2TlsOutputStageOptions stage)
     {
         if (!endpoint.IsHttps)
         {
-            return false;
+            return;
         }
 
-        ILogger logger = Http2TlsOutputStageListenOptionsExtensions.CreateLogger(endpoint.ListenOptions.ApplicationServices);
-        string name = endpoint.ConfigSection.Key;
         if (endpoint.ConfigSection.GetSection("Sni").GetChildren().Any())
         {
-            // Kestrel's SNI selector (per-host certificates, protocols and client-certificate modes) is internal, so
-            // Kestrel keeps adding TLS here; the parts go after its TLS once the loader has run (startup filter).
-            ConnectionPartsCoverage.AfterKestrelTls(endpoint.ListenOptions, name, listen =>
-            {
-                if (coalesceRecords)
-                {
-                    listen.UseTlsRecordCoalescing();
-                }
-
-                if (stage is not null)
-                {
-                    listen.UseHttp2TlsOutputStage(stage);
-                }
-            });
-            return false;
+            ConnectionPartsCoverage.AfterKestrelTls(endpoint.ListenOptions, endpoint.ConfigSection.Key, listen => listen.UseHttp2TlsOutputStage(stage));
+            return;
         }
 
-        // The loader skips its own UseHttps when the endpoint is already TLS; HttpsOptions already holds the certificate.
-        endpoint.ListenOptions.UseHttps(endpoint.HttpsOptions);
-        if (coalesceRecords)
-        {
-            endpoint.ListenOptions.UseTlsRecordCoalescing();
-        }
-
-        if (stage is not null)
-        {
-            endpoint.ListenOptions.UseHttp2TlsOutputStage(stage);
-        }
-
-        Log.ConfigurationEndpointStaged(logger, name);
-        return true;
+        UseTls(endpoint);
+        endpoint.ListenOptions.UseHttp2TlsOutputStage(stage);
     }
 }

@@ -28,28 +28,7 @@ public static class FastFilesListenOptionsExtensions
         listenOptions.Use(next =>
         {
             FastFilesKestrelOptions options = FastFilesKestrelState.OptionsFor(listenOptions);
-            ConnectionDelegate pipeline = next;
-            if (options.EnableHttp2TlsOutputStage)
-            {
-                pipeline = Http2TlsOutputStageListenOptionsExtensions.CreateStage(pipeline, options.Http2TlsOutputStage, listenOptions);
-            }
-
-            if (options.EnableRequestHeaderCache)
-            {
-                pipeline = new RequestHeaderCacheConnectionMiddleware(pipeline).OnConnectionAsync;
-            }
-
-            // Before the header cache: a connection the lane hands off then gets it as usual.
-            if (options.EnableStaticLane)
-            {
-                pipeline = StaticLaneWiring.CreateLane(pipeline, lane: null, listenOptions);
-            }
-
-            // Outermost, right after TLS: it also coalesces what the stage drains.
-            if (options.EnableTlsRecordCoalescing)
-            {
-                pipeline = new TlsRecordCoalescingConnectionMiddleware(pipeline, FastFilesMetrics.For(listenOptions.ApplicationServices)).OnConnectionAsync;
-            }
+            ConnectionDelegate pipeline = EndpointWiring.ComposeParts(next, options, listenOptions, EndpointWiring.InnerParts.All);
 
             // First of these: a connection within the descriptor reserve gets none of them.
             return DescriptorReserveConnectionMiddleware.Wrap(pipeline, options.DescriptorReserve, listenOptions);

@@ -252,6 +252,48 @@ public sealed class StaticLaneConnectionTests : IDisposable
             ["FastFiles:StaticLane:Roots:0:Files:RequestPath"] = "/static",
             ["FastFiles:StaticLane:Roots:0:Files:CacheControl"] = "public, max-age=5",
         });
+        await AssertLaneServesEveryEndpointAsync(builder, "Cache-Control: public, max-age=5");
+    }
+
+    // --urls (ASPNETCORE_URLS, launchSettings.json): Kestrel builds these endpoints itself, from its endpoint defaults.
+    [Fact]
+    public async Task UrlBoundEndpoints_GetTheLane_OnPlaintextAndInsideTls()
+    {
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
+        {
+            Args = ["--urls", "http://127.0.0.1:0;https://127.0.0.1:0", "--FastFiles:StaticLane:Roots:0:PhysicalPath", _files.Root,
+                "--FastFiles:StaticLane:Roots:0:Files:RequestPath", "/static", "--FastFiles:StaticLane:Roots:0:Files:CacheControl", "public, max-age=6"],
+            ContentRootPath = _files.Root,
+        });
+        builder.Logging.ClearProviders();
+        builder.WebHost.ConfigureKestrel(k => k.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance));
+        await AssertLaneServesEveryEndpointAsync(builder, "Cache-Control: public, max-age=6");
+    }
+
+    // SNI endpoints keep Kestrel's own TLS (its per-host selection is internal): the lane goes behind it.
+    [Fact]
+    public async Task SniEndpointsFromConfiguration_GetTheLane_BehindKestrelsTls()
+    {
+        string pfx = Path.Combine(_files.Root, "server.pfx");
+        File.WriteAllBytes(pfx, TestCertificate.Instance.Export(X509ContentType.Pkcs12, "pw"));
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
+        {
+            Args =
+            [
+                "--Kestrel:Endpoints:Plain:Url=http://127.0.0.1:0", "--Kestrel:Endpoints:Hosts:Url=https://127.0.0.1:0",
+                $"--Kestrel:Endpoints:Hosts:Sni:*:Certificate:Path={pfx}", "--Kestrel:Endpoints:Hosts:Sni:*:Certificate:Password=pw",
+                "--FastFiles:StaticLane:Roots:0:PhysicalPath", _files.Root, "--FastFiles:StaticLane:Roots:0:Files:RequestPath", "/static",
+                "--FastFiles:StaticLane:Roots:0:Files:CacheControl", "public, max-age=7",
+            ],
+            ContentRootPath = _files.Root,
+        });
+        builder.Logging.ClearProviders();
+        await AssertLaneServesEveryEndpointAsync(builder, "Cache-Control: public, max-age=7");
+    }
+
+    // On every endpoint the app binds: a lane file then an app endpoint on one connection; only the latter reaches the app.
+    private static async Task AssertLaneServesEveryEndpointAsync(WebApplicationBuilder builder, string laneHeader)
+    {
         builder.Services.AddFastFiles();
         builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections(o => o.EnableStaticLane = true));
         long appRequests = 0;
@@ -269,11 +311,12 @@ public sealed class StaticLaneConnectionTests : IDisposable
         {
             byte[] response = await LaneHost.ExchangeAsync(new Uri(address), [Encoding.ASCII.GetBytes(Get("/static/one.txt") + Get("/hello", "Connection: close\r\n"))]);
             string text = Encoding.Latin1.GetString(response);
-            Assert.Contains("Cache-Control: public, max-age=5", text, StringComparison.Ordinal);
+            Assert.Contains(laneHeader, text, StringComparison.Ordinal);
             Assert.EndsWith("5\r\nhello\r\n0\r\n\r\n", text, StringComparison.Ordinal);
         }
 
         // Only /hello reached the app, once per endpoint: the files came from the lane, inside TLS on the HTTPS one.
+        Assert.Equal(2, addresses.Length);
         Assert.Equal(addresses.Length, Interlocked.Read(ref appRequests));
     }
 }
