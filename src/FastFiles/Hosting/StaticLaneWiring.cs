@@ -58,18 +58,13 @@ internal static class StaticLaneWiring
                 throw new InvalidOperationException("A static lane root cannot use OnPrepareResponse: lane responses never run application code.");
             }
 
-            if (files.EnableContentHashETags)
-            {
-                throw new InvalidOperationException("A static lane root cannot use EnableContentHashETags (yet): its responses use modification-time ETags.");
-            }
-
             string physical = root.PhysicalPath
                 ?? (files.FileProvider as PhysicalFileProvider)?.Root
                 ?? (files.FileProvider is null ? services.GetService<IWebHostEnvironment>()?.WebRootPath : null)
                 ?? throw new InvalidOperationException("A static lane root needs a PhysicalPath (or a PhysicalFileProvider, or a web root).");
             roots.Add(new StaticLaneRoot(
                 physical, files.RequestPath.Value ?? string.Empty, files.FollowSymlinksOutsideRoot, files.EnablePrecompressedFiles,
-                files.CreatePolicy(), fastFiles, serverHeader, metrics, cacheLogger, files.CreateCompressionPolicy(fastFiles)));
+                files.CreatePolicy(), fastFiles, serverHeader, metrics, cacheLogger, files.CreateCompressionPolicy(fastFiles), files.EnableContentHashETags));
         }
 
         StaticLaneRoot[] built = [.. roots];
