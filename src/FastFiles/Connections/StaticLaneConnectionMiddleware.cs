@@ -23,8 +23,9 @@ namespace FastFiles.Connections;
 /// </summary>
 /// <remarks>
 /// Kestrel's contracts while the lane holds a connection: an idle connection is closed after
-/// <see cref="KestrelServerLimits.KeepAliveTimeout"/>; a request that arrives in pieces is handed to Kestrel at once,
-/// so <see cref="KestrelServerLimits.RequestHeadersTimeout"/> and the header limits are Kestrel's own; a client that
+/// <see cref="KestrelServerLimits.KeepAliveTimeout"/>; a request that arrives in pieces is awaited within
+/// <see cref="KestrelServerLimits.RequestHeadersTimeout"/> from its first bytes and answered 408 when that passes, as
+/// Kestrel does (a large or slow one is handed to Kestrel, whose header limits then apply); a client that
 /// does not read its responses is aborted under <see cref="KestrelServerLimits.MinResponseDataRate"/>; on graceful
 /// shutdown the response in flight is finished and the connection closed. Kestrel's connection limit
 /// (<see cref="KestrelServerLimits.MaxConcurrentConnections"/>) is applied before any connection middleware runs.
@@ -60,11 +61,14 @@ internal sealed class StaticLaneConnectionMiddleware
     private readonly long _keepAliveTimeoutMs;
     private readonly long _requestHeadersTimeoutMs;
     private readonly MinDataRate? _minResponseDataRate;
+    private readonly bool _serverHeader;
     private readonly FastFilesMetrics _metrics;
     private readonly ILogger _logger;
 
-    public StaticLaneConnectionMiddleware(ConnectionDelegate next, StaticLaneRoot[] roots, StaticLaneHeartbeat heartbeat, KestrelServerLimits limits, FastFilesMetrics metrics, ILogger logger)
+    public StaticLaneConnectionMiddleware(
+        ConnectionDelegate next, StaticLaneRoot[] roots, StaticLaneHeartbeat heartbeat, KestrelServerLimits limits, bool serverHeader, FastFilesMetrics metrics, ILogger logger)
     {
+        _serverHeader = serverHeader;
         _next = next;
         _roots = roots;
         _heartbeat = heartbeat;
@@ -104,6 +108,7 @@ internal sealed class StaticLaneConnectionMiddleware
                 long deadline = partialReads > 0 ? headersDeadline : Environment.TickCount64 + _keepAliveTimeoutMs;
                 if (!connection.EnterWait(deadline))
                 {
+                    await AnswerHeadersTimeoutAsync(output, connection, partialReads);
                     break;
                 }
 
@@ -111,9 +116,8 @@ internal sealed class StaticLaneConnectionMiddleware
                 if (connection.LeaveWait(result.IsCanceled))
                 {
                     // Keep-alive timeout or graceful shutdown while idle: close, as Kestrel does, without a response.
-                    // The rest of a request that did not come within RequestHeadersTimeout: close too (Kestrel would
-                    // first answer 408; the connection ends either way).
                     input.AdvanceTo(result.Buffer.Start);
+                    await AnswerHeadersTimeoutAsync(output, connection, partialReads);
                     break;
                 }
 
@@ -390,6 +394,26 @@ internal sealed class StaticLaneConnectionMiddleware
             _ => response.WriteOk(output, date, close, withBody: !request.IsHead),
         };
         return true;
+    }
+
+    // The rest of a request did not come within RequestHeadersTimeout from its first bytes: Kestrel's answer, a 408 that
+    // closes the connection (RFC 9110 15.5.9), then the lane closes. Not on graceful shutdown, where Kestrel says nothing.
+    private async ValueTask AnswerHeadersTimeoutAsync(PipeWriter output, LaneConnection connection, int partialReads)
+    {
+        if (partialReads == 0 || !connection.TimedOut || connection.CloseRequested)
+        {
+            return;
+        }
+
+        output.Write("HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n"u8);
+        output.Write(StaticLaneDate.Line);
+        if (_serverHeader)
+        {
+            output.Write("Server: Kestrel\r\n"u8);
+        }
+
+        output.Write("\r\n"u8);
+        await FlushAsync(output, connection, 0);
     }
 
     // Flushes; false when the client is gone, or too slow (the heartbeat then aborts the connection under Kestrel's
