@@ -194,6 +194,34 @@ internal static class BenchModes
             LaneRoot = root => new StaticLaneRootOptions { PhysicalPath = root, Files = FastOptions(root) },
         },
 
+        // The lane with the zero-copy send path outermost: its flushes go straight to the socket (no send-loop hop).
+        ["fastfiles-lane-zerocopy"] = Lane("fastfiles-lane with the zero-copy send path on the plaintext endpoint") with
+        {
+            Listen = listen =>
+            {
+                listen.UseZeroCopySendFile();
+                listen.UseFastFilesConnections();
+            },
+        },
+
+        // The lane with every socket continuation on the epoll thread: Kestrel's UnsafePreferInlineScheduling, no
+        // zero-byte read before each receive, and the runtime's inline socket completions (an environment variable the
+        // harness sets). Safe only where nothing on the connection blocks: see README "Tuned profile".
+        ["fastfiles-lane-inline"] = Lane("fastfiles-lane with inline scheduling and inline socket completions") with
+        {
+            Host = InlineSockets,
+        },
+
+        ["fastfiles-lane-inline-zerocopy"] = Lane("fastfiles-lane-inline with the zero-copy send path on the plaintext endpoint") with
+        {
+            Host = InlineSockets,
+            Listen = listen =>
+            {
+                listen.UseZeroCopySendFile();
+                listen.UseFastFilesConnections();
+            },
+        },
+
         ["fastfiles-nocache"] = new(
             "UseFastFiles with the file cache off",
             services => services.AddFastFiles(o => o.EnableFileCache = false),
@@ -249,6 +277,21 @@ internal static class BenchModes
         Kestrel = kestrel => kestrel.UseFastFilesConnections(),
         Listen = listen => listen.UseFastFilesConnections(),
     };
+
+    private static BenchMode Lane(string description) => new(
+        description,
+        services => services.AddFastFiles(),
+        (app, root) => app.UseFastFiles(FastOptions(root)))
+    {
+        Listen = listen => listen.UseFastFilesConnections(),
+        LaneRoot = root => new StaticLaneRootOptions { PhysicalPath = root, Files = FastOptions(root) },
+    };
+
+    private static void InlineSockets(IWebHostBuilder web) => web.UseSockets(s =>
+    {
+        s.UnsafePreferInlineScheduling = true;
+        s.WaitForDataBeforeAllocatingBuffer = false;
+    });
 
     private static BenchMode Knob(string description, Action<IWebHostBuilder> knob) => Coalesce(description) with { Host = knob };
 
