@@ -204,17 +204,17 @@ internal static class BenchModes
             },
         },
 
-        // The lane with every socket continuation on the epoll thread: Kestrel's UnsafePreferInlineScheduling, no
-        // zero-byte read before each receive, and the runtime's inline socket completions (an environment variable the
-        // harness sets). Safe only where nothing on the connection blocks: see README "Tuned profile".
-        ["fastfiles-lane-inline"] = Lane("fastfiles-lane with inline scheduling and inline socket completions") with
+        // The lane with every socket continuation on the epoll thread (UseFastFilesInlineSockets: Kestrel's
+        // UnsafePreferInlineScheduling, no zero-byte read before each receive, the runtime's inline socket completions).
+        // Safe only where nothing on the connection blocks: see README "Inline sockets".
+        ["fastfiles-lane-inline"] = Lane("fastfiles-lane with UseFastFilesInlineSockets") with
         {
-            Host = InlineSockets,
+            Host = web => web.UseFastFilesInlineSockets(),
         },
 
         ["fastfiles-lane-inline-zerocopy"] = Lane("fastfiles-lane-inline with the zero-copy send path on the plaintext endpoint") with
         {
-            Host = InlineSockets,
+            Host = web => web.UseFastFilesInlineSockets(),
             Listen = listen =>
             {
                 listen.UseZeroCopySendFile();
@@ -286,12 +286,6 @@ internal static class BenchModes
         Listen = listen => listen.UseFastFilesConnections(),
         LaneRoot = root => new StaticLaneRootOptions { PhysicalPath = root, Files = FastOptions(root) },
     };
-
-    private static void InlineSockets(IWebHostBuilder web) => web.UseSockets(s =>
-    {
-        s.UnsafePreferInlineScheduling = true;
-        s.WaitForDataBeforeAllocatingBuffer = false;
-    });
 
     private static BenchMode Knob(string description, Action<IWebHostBuilder> knob) => Coalesce(description) with { Host = knob };
 

@@ -56,8 +56,7 @@ PEERS = ["nginx", "nginx-nosendfile", "caddy"]
 OPTIONAL_PEERS = ["nginx-gzip"]
 NGINX_PEERS = ["nginx", "nginx-nosendfile", "nginx-gzip"]
 # Runtime settings that only an environment variable can make (read before Main runs), per BenchHost mode.
-INLINE_COMPLETIONS = {"DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS": "1"}
-MODE_ENVIRONMENT = {"knob-inlinecompletions": INLINE_COMPLETIONS, "fastfiles-lane-inline": INLINE_COMPLETIONS, "fastfiles-lane-inline-zerocopy": INLINE_COMPLETIONS}
+MODE_ENVIRONMENT = {"knob-inlinecompletions": {"DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS": "1"}}
 REQUIRED_TOOLS = {"wrk": "wrk", "h2load": "nghttp2-client", "nginx": "nginx", "curl": "curl", "openssl": "openssl"}
 
 KIB = 1024
