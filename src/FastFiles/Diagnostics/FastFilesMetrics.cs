@@ -39,6 +39,7 @@ internal sealed class FastFilesMetrics
     private readonly Counter<long> _laneHandOffs;
     private readonly Counter<long> _connectionsRefused;
     private readonly Counter<long> _compressed;
+    private readonly Counter<long> _rewrittenDuringSend;
     private readonly List<ICacheGauges> _caches = [];
     private Func<long>? _sendPathBlocks;
 
@@ -75,6 +76,9 @@ internal sealed class FastFilesMetrics
         _compressed = meter.CreateCounter<long>(
             "fastfiles.compression.variants", "{variant}",
             "Content-coded variants made by dynamic compression, by coding and outcome (published, not_smaller, changed, stale, over_budget, queue_full, failed).");
+        _rewrittenDuringSend = meter.CreateCounter<long>(
+            "fastfiles.file.rewritten_during_send", "{response}",
+            "File bodies aborted before their last bytes because the file was written into while it was being sent.");
         _laneHandOffs = meter.CreateCounter<long>(
             "fastfiles.lane.handoffs", "{connection}", "Connections the static lane handed to Kestrel, by reason (fastfiles.lane.reason).");
     }
@@ -93,6 +97,12 @@ internal sealed class FastFilesMetrics
         return services.GetService<FastFilesMetrics>()
             ?? Unregistered.GetValue(services, static sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
     }
+
+    /// <summary>
+    /// The registered instance, else one shared by the process. For providers that may be a request's scope: unlike
+    /// <see cref="For"/>, it never keys a new instance on the provider.
+    /// </summary>
+    public static FastFilesMetrics Resolve(IServiceProvider? services) => services?.GetService<FastFilesMetrics>() ?? WithoutServices.Value;
 
     public void Hit() => _hits.Add(1);
 
@@ -130,6 +140,8 @@ internal sealed class FastFilesMetrics
     }
 
     public void ConnectionRefused() => _connectionsRefused.Add(1);
+
+    public void RewrittenDuringSend() => _rewrittenDuringSend.Add(1);
 
     public void LaneHandedOff(string reason) => _laneHandOffs.Add(1, new KeyValuePair<string, object?>("fastfiles.lane.reason", reason));
 

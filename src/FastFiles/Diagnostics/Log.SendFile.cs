@@ -13,4 +13,7 @@ internal static partial class Log
 
     [LoggerMessage(1002, LogLevel.Debug, "The client disconnected while the file '{Path}' was being sent.", EventName = "ClientDisconnected")]
     public static partial void ClientDisconnected(ILogger logger, string path);
+
+    [LoggerMessage(1003, LogLevel.Information, "The file '{Path}' was written into while {Count} bytes of it were being sent; the response was aborted before its last bytes.", EventName = "FileRewritten")]
+    public static partial void FileRewritten(ILogger logger, string path, long count);
 }

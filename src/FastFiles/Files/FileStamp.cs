@@ -25,6 +25,17 @@ internal readonly partial record struct FileStamp(ulong Device, ulong Inode, lon
     /// <summary>The modification time as UTC .NET ticks (100 ns).</summary>
     public long ModifiedTicks => DateTime.UnixEpoch.Ticks + (ModifiedNanoseconds / 100);
 
+    /// <summary>
+    /// Whether an open file still holds the bytes this stamp describes: its length and modification time (fstat on the
+    /// descriptor) are unchanged. Inode and change time are not compared: a file renamed over or unlinked keeps its bytes
+    /// on the open descriptor (the change time moves then), so only writes into this inode make a body inconsistent.
+    /// </summary>
+    public bool StillMatches(SafeFileHandle handle)
+    {
+        FileStamp now = FromHandle(handle);
+        return now.Length == Length && now.ModifiedNanoseconds == ModifiedNanoseconds;
+    }
+
     /// <summary>Stats <paramref name="path"/> (following links). False when it does not exist or is not a file or directory.</summary>
     public static bool TryGet(string path, out FileStamp stamp)
     {

@@ -48,5 +48,5 @@ public static class FastFilesEndpointConventionBuilderExtensions
     }
 
     private static FastSendFileMiddleware Create(RequestDelegate inner, IServiceProvider services)
-        => new(inner, Options.Create(FastFilesConfiguration.FastFilesOptions(services)), services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance);
+        => new(inner, Options.Create(FastFilesConfiguration.FastFilesOptions(services)), services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance, services);
 }

@@ -1,3 +1,4 @@
+using FastFiles.Files;
 using Microsoft.AspNetCore.Http.Features;
 using Microsoft.Win32.SafeHandles;
 
@@ -5,13 +6,15 @@ namespace FastFiles.IO;
 
 /// <summary>
 /// A file range as a response body: through the connection's zero-copy sender when there is one and it takes the
-/// response, else copied by <see cref="FileBodyWriter"/>.
+/// response, else copied by <see cref="FileBodyWriter"/>. With a stamp (the version the headers were built from), both
+/// check the file once more before the body's last bytes leave (<see cref="FileSendStatus.Changed"/>).
 /// </summary>
 internal static class FileBody
 {
     public static ValueTask<FileSendStatus> WriteAsync(
         IFeatureCollection features,
         SafeFileHandle file,
+        FileStamp? stamp,
         long offset,
         long count,
         int bufferSize,
@@ -21,16 +24,17 @@ internal static class FileBody
     {
         if (count > 0 && features.Get<IZeroCopyFileSender>() is { } sender)
         {
-            return SendOrCopyAsync(sender, features, file, offset, count, bufferSize, synchronousReadThreshold, flushAtEnd, cancellationToken);
+            return SendOrCopyAsync(sender, features, file, stamp, offset, count, bufferSize, synchronousReadThreshold, flushAtEnd, cancellationToken);
         }
 
-        return Copy(features, file, offset, count, bufferSize, synchronousReadThreshold, flushAtEnd, cancellationToken);
+        return Copy(features, file, stamp, offset, count, bufferSize, synchronousReadThreshold, flushAtEnd, cancellationToken);
     }
 
     private static async ValueTask<FileSendStatus> SendOrCopyAsync(
         IZeroCopyFileSender sender,
         IFeatureCollection features,
         SafeFileHandle file,
+        FileStamp? stamp,
         long offset,
         long count,
         int bufferSize,
@@ -38,12 +42,12 @@ internal static class FileBody
         bool flushAtEnd,
         CancellationToken cancellationToken)
     {
-        if (await sender.TrySendAsync(features, file, offset, count, cancellationToken) is { } sent)
+        if (await sender.TrySendAsync(features, file, stamp, offset, count, cancellationToken) is { } sent)
         {
             return sent;
         }
 
-        FileSendStatus copied = await Copy(features, file, offset, count, bufferSize, synchronousReadThreshold, flushAtEnd, cancellationToken);
+        FileSendStatus copied = await Copy(features, file, stamp, offset, count, bufferSize, synchronousReadThreshold, flushAtEnd, cancellationToken);
         if (copied == FileSendStatus.Completed)
         {
             sender.Copied(count);
@@ -53,7 +57,7 @@ internal static class FileBody
     }
 
     private static ValueTask<FileSendStatus> Copy(
-        IFeatureCollection features, SafeFileHandle file, long offset, long count, int bufferSize, long synchronousReadThreshold, bool flushAtEnd, CancellationToken cancellationToken)
+        IFeatureCollection features, SafeFileHandle file, FileStamp? stamp, long offset, long count, int bufferSize, long synchronousReadThreshold, bool flushAtEnd, CancellationToken cancellationToken)
         => FileBodyWriter.WriteAsync(
-            features.Get<IHttpResponseBodyFeature>()!.Writer, file, offset, count, bufferSize, synchronousReadThreshold, cancellationToken, flushAtEnd);
+            features.Get<IHttpResponseBodyFeature>()!.Writer, file, stamp, offset, count, bufferSize, synchronousReadThreshold, cancellationToken, flushAtEnd);
 }

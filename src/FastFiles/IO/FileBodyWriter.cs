@@ -1,4 +1,5 @@
 using System.IO.Pipelines;
+using FastFiles.Files;
 using Microsoft.AspNetCore.Connections;
 using Microsoft.Win32.SafeHandles;
 
@@ -19,10 +20,14 @@ internal static class FileBodyWriter
     /// Never throws for a client disconnect or a truncated file: the status says what happened and the caller
     /// aborts the response. I/O errors reading the file propagate. With <paramref name="flushAtEnd"/> off, the last
     /// chunk is left for the server's end-of-response flush (headers and a small body then leave in one write).
+    /// With a <paramref name="stamp"/> (the version the headers describe), the file is checked once more after the last
+    /// read and before that chunk leaves: if it was rewritten meanwhile, the chunk is held back and the status is
+    /// <see cref="FileSendStatus.Changed"/>.
     /// </summary>
     public static ValueTask<FileSendStatus> WriteAsync(
         PipeWriter writer,
         SafeFileHandle file,
+        FileStamp? stamp,
         long offset,
         long count,
         int bufferSize,
@@ -35,11 +40,11 @@ internal static class FileBodyWriter
             return new ValueTask<FileSendStatus>(FileSendStatus.Completed);
         }
 
-        return WriteCoreAsync(writer, file, offset, count, bufferSize, count <= synchronousReadThreshold, flushAtEnd, cancellationToken);
+        return WriteCoreAsync(writer, file, stamp, offset, count, bufferSize, count <= synchronousReadThreshold, flushAtEnd, cancellationToken);
     }
 
     private static async ValueTask<FileSendStatus> WriteCoreAsync(
-        PipeWriter writer, SafeFileHandle file, long offset, long count, int bufferSize, bool synchronousReads, bool flushAtEnd, CancellationToken cancellationToken)
+        PipeWriter writer, SafeFileHandle file, FileStamp? stamp, long offset, long count, int bufferSize, bool synchronousReads, bool flushAtEnd, CancellationToken cancellationToken)
     {
         long remaining = count;
         bool flushed = false;
@@ -72,6 +77,15 @@ internal static class FileBodyWriter
                 {
                     // What was read is real file content; the caller aborts so the short body cannot look complete.
                     return FileSendStatus.Truncated;
+                }
+
+                // Every byte is read: if the file was written into since the headers were built (its stamp moved), the
+                // body may mix two versions. The last batch is still unflushed in the pipe and the caller aborts, so it
+                // never leaves and the body cannot look complete. A write after this check cannot reach bytes already
+                // copied.
+                if (remaining == 0 && stamp is { } expected && !expected.StillMatches(file))
+                {
+                    return FileSendStatus.Changed;
                 }
 
                 // Kestrel's HTTP/1.1 producer flushes at the end only what it counted as unflushed (headers and

@@ -11,4 +11,10 @@ internal enum FileSendStatus
 
     /// <summary>The file ended before the requested count: it was truncated underneath us.</summary>
     Truncated,
+
+    /// <summary>
+    /// The file's length or modification time changed after the headers were built (a rewrite in place): the last bytes
+    /// were held back, so the caller aborts rather than let a body mixing two versions look complete.
+    /// </summary>
+    Changed,
 }

@@ -1,3 +1,4 @@
+using FastFiles.Files;
 using Microsoft.AspNetCore.Http.Features;
 using Microsoft.Win32.SafeHandles;
 
@@ -13,9 +14,11 @@ internal interface IZeroCopyFileSender
     /// <summary>
     /// Sends <paramref name="count"/> bytes of <paramref name="file"/> from <paramref name="offset"/> as the body of the
     /// current response, whose Content-Length must already say so. Returns <see langword="null"/> when this response
-    /// cannot go this way (the reason is recorded): nothing was written then and the caller copies instead.
+    /// cannot go this way (the reason is recorded): nothing was written then and the caller copies instead. With a
+    /// <paramref name="stamp"/>, the file is checked before the last bytes are sent and, if it was rewritten since, the
+    /// connection is aborted with those bytes held back (<see cref="FileSendStatus.Changed"/>).
     /// </summary>
-    ValueTask<FileSendStatus?> TrySendAsync(IFeatureCollection features, SafeFileHandle file, long offset, long count, CancellationToken cancellationToken);
+    ValueTask<FileSendStatus?> TrySendAsync(IFeatureCollection features, SafeFileHandle file, FileStamp? stamp, long offset, long count, CancellationToken cancellationToken);
 
     /// <summary>Counts body bytes that took the copy path on a connection that has this sender.</summary>
     void Copied(long count);

@@ -178,7 +178,8 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             else if (plan.Body == ResponseBody.FileHandle && (owned ?? file.Handle) is { } handle)
             {
                 // The response ends when we return, so Kestrel's own final flush sends the tail.
-                result = await FileBody.WriteAsync(context.Features, handle, start, count, ReadSizePolicy.For(options, request.Protocol), options.SynchronousReadThreshold, aborted, flushAtEnd: false);
+                result = await FileBody.WriteAsync(
+                    context.Features, handle, file.Stamp, start, count, ReadSizePolicy.For(options, request.Protocol), options.SynchronousReadThreshold, aborted, flushAtEnd: false);
             }
             else
             {
@@ -199,6 +200,12 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                 Log.FileTruncated(logger, settings.LogName, count);
                 context.Abort();
                 break;
+            case FileSendStatus.Changed:
+                // HTTP/1.1: the connection ends; HTTP/2: the stream is reset. Either way the body cannot look complete.
+                Log.FileRewritten(logger, settings.LogName, count);
+                FastFilesMetrics.Resolve(context.RequestServices).RewrittenDuringSend();
+                context.Abort();
+                break;
             default:
                 // Like UseStaticFiles: swallow it, but abort so a cut-short body cannot look complete.
                 Log.ClientDisconnected(logger, settings.LogName);
@@ -209,7 +216,8 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         return true;
     }
 
-    // Each part's header block, then its bytes, then the closing delimiter. Parts are copied, never sent as zero-copy
+    // Each part's header block, then its bytes, then the closing delimiter. The last part from disk checks the file's stamp
+    // before its last bytes leave, which covers writes at any time since the headers were built. Parts are copied, never sent as zero-copy
     // holes: a hole is one whole body. Each part from disk ends with a flush, so the pipe never holds more than a part's
     // last batch (without it, four 64 KiB parts piled up unflushed and cost 97 KB of allocations per response:
     // benchmarks/results/parity-2026-11-23/NOTE.md).
@@ -218,12 +226,15 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
     {
         PipeWriter writer = response.BodyWriter;
         int bufferSize = ReadSizePolicy.For(options, response.HttpContext.Request.Protocol);
-        foreach (MultipartByteRanges.Part part in multipart.Parts)
+        MultipartByteRanges.Part[] parts = multipart.Parts;
+        for (int i = 0; i < parts.Length; i++)
         {
+            MultipartByteRanges.Part part = parts[i];
             writer.Write(part.Header);
             (long start, long count) = (part.Range.Start, part.Range.Count);
+            FileStamp? stamp = i == parts.Length - 1 ? file.Stamp : null;
             FileSendStatus status = file.Content is not null ? Copy(writer, file.Content, start, count)
-                : handle is not null ? await FileBodyWriter.WriteAsync(writer, handle, start, count, bufferSize, options.SynchronousReadThreshold, aborted)
+                : handle is not null ? await FileBodyWriter.WriteAsync(writer, handle, stamp, start, count, bufferSize, options.SynchronousReadThreshold, aborted)
                 : await StreamBodyWriter.WriteAsync(writer, file.FileInfo!, start, count, bufferSize, aborted);
             if (status != FileSendStatus.Completed)
             {

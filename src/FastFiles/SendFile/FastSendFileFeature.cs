@@ -1,6 +1,7 @@
 using Microsoft.AspNetCore.Builder;
 using System.IO.Pipelines;
 using FastFiles.Diagnostics;
+using FastFiles.Files;
 using FastFiles.IO;
 using Microsoft.AspNetCore.Http.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core.Features;
@@ -20,9 +21,11 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardin
     private readonly IHttpRequestLifetimeFeature _lifetime;
     private readonly FastFilesOptions _options;
     private readonly ILogger _logger;
+    private readonly FastFilesMetrics _metrics;
 
-    public FastSendFileFeature(IHttpResponseBodyFeature inner, FastFilesOptions options, ILogger logger)
+    public FastSendFileFeature(IHttpResponseBodyFeature inner, FastFilesOptions options, ILogger logger, FastFilesMetrics metrics)
     {
+        _metrics = metrics;
         _inner = inner;
         _lifetime = (IHttpRequestLifetimeFeature)inner;
         _options = options;
@@ -47,7 +50,10 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardin
 
         // FileNotFoundException propagates as it does from the stock fallback: UseStaticFiles turns it into a 404.
         using SafeFileHandle file = File.OpenHandle(path, FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete);
-        long length = RandomAccess.GetLength(file);
+        // The version this body is sent from. The caller built its headers from an earlier look at the path; from here
+        // on, a write into the file is caught before the body's last bytes leave.
+        FileStamp stamp = FileStamp.FromHandle(file);
+        long length = stamp.Length;
 
         // Same contract as the stock SendFileFallback.
         if (offset < 0 || offset > length)
@@ -78,7 +84,7 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardin
             await _inner.StartAsync(aborted);
             // Kestrel's protocol object is also the request's feature collection (it falls back to the connection's).
             status = await FileBody.WriteAsync(
-                (IFeatureCollection)_inner, file, offset, toSend, ReadSizePolicy.For(_options, ((IHttpRequestFeature)_inner).Protocol), _options.SynchronousReadThreshold, aborted);
+                (IFeatureCollection)_inner, file, stamp, offset, toSend, ReadSizePolicy.For(_options, ((IHttpRequestFeature)_inner).Protocol), _options.SynchronousReadThreshold, aborted);
         }
         catch (OperationCanceledException) when (aborted.IsCancellationRequested)
         {
@@ -91,6 +97,11 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardin
                 return;
             case FileSendStatus.Truncated:
                 Log.FileTruncated(_logger, path, toSend);
+                _lifetime.Abort();
+                return;
+            case FileSendStatus.Changed:
+                Log.FileRewritten(_logger, path, toSend);
+                _metrics.RewrittenDuringSend();
                 _lifetime.Abort();
                 return;
             default:

@@ -1,3 +1,4 @@
+using FastFiles.Diagnostics;
 using FastFiles.IO;
 using Microsoft.AspNetCore.Builder;
 using System.Runtime.CompilerServices;
@@ -23,12 +24,14 @@ internal sealed class FastSendFileMiddleware
     private readonly ConditionalWeakTable<IHttpResponseBodyFeature, FastSendFileFeature> _features = new();
     private readonly ConditionalWeakTable<IHttpResponseBodyFeature, FastSendFileFeature>.CreateValueCallback _create;
 
-    public FastSendFileMiddleware(RequestDelegate next, IOptions<FastFilesOptions> options, ILoggerFactory loggerFactory)
+    public FastSendFileMiddleware(RequestDelegate next, IOptions<FastFilesOptions> options, ILoggerFactory loggerFactory, IServiceProvider services)
     {
         _next = next;
         _options = options.Value;
         _logger = loggerFactory.CreateLogger("FastFiles.SendFile");
-        _create = inner => new FastSendFileFeature(inner, _options, _logger);
+        // Resolve, not For: the endpoint convention builds this middleware from a request's services.
+        FastFilesMetrics metrics = FastFilesMetrics.Resolve(services);
+        _create = inner => new FastSendFileFeature(inner, _options, _logger, metrics);
     }
 
     public Task Invoke(HttpContext context)

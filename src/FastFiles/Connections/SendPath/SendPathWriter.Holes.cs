@@ -3,6 +3,7 @@ using System.IO.Pipelines;
 using System.Net.Sockets;
 using System.Runtime.InteropServices;
 using FastFiles.Diagnostics;
+using FastFiles.Files;
 using FastFiles.IO;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Connections;
@@ -39,6 +40,10 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
 
     private static readonly TimeSpan MaxTimerWait = TimeSpan.FromDays(24);
 
+    // With a stamp, this many bytes at the end of a body wait for one more look at the file. Any size makes a torn body
+    // end short; one copy batch, as the copy path holds back, keeps the extra sendfile(2) call rare for small bodies.
+    private const long FinalChunk = 64 * 1024;
+
     private readonly ZeroCopySendFileOptions _settings;
 
     // Flushes keep the headers back while a hole is set up.
@@ -53,7 +58,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     private CancellationTokenSource? _holeTimer;
     private volatile bool _rateTooLow;
 
-    public ValueTask<FileSendStatus?> TrySendAsync(IFeatureCollection features, SafeFileHandle file, long offset, long count, CancellationToken cancellationToken)
+    public ValueTask<FileSendStatus?> TrySendAsync(IFeatureCollection features, SafeFileHandle file, FileStamp? stamp, long offset, long count, CancellationToken cancellationToken)
     {
         if (Check(features, count, out PipeWriter? writer) is { } reason)
         {
@@ -61,7 +66,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             return new ValueTask<FileSendStatus?>((FileSendStatus?)null);
         }
 
-        return SendAsync(features, writer!, file, offset, count, cancellationToken);
+        return SendAsync(features, writer!, file, stamp, offset, count, cancellationToken);
     }
 
     public void Copied(long count) => _metrics.SendPathSent(count, sendfile: false);
@@ -122,7 +127,8 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
         Log.SendPathFallback(_logger, _connection.ConnectionId, reason, count);
     }
 
-    private async ValueTask<FileSendStatus?> SendAsync(IFeatureCollection features, PipeWriter writer, SafeFileHandle file, long offset, long count, CancellationToken cancellationToken)
+    private async ValueTask<FileSendStatus?> SendAsync(
+        IFeatureCollection features, PipeWriter writer, SafeFileHandle file, FileStamp? stamp, long offset, long count, CancellationToken cancellationToken)
     {
         MinDataRate? rate = features.Get<IHttpMinResponseDataRateFeature>()?.MinDataRate;
         _holding = true;
@@ -179,7 +185,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             _scratchOut = false;
         }
 
-        return await SendHoleAsync(file, offset, count, rate);
+        return await SendHoleAsync(file, stamp, offset, count, rate);
     }
 
     // As the copy path: Kestrel's writer throws these once the connection is torn down (a reset, an abort).
@@ -207,7 +213,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
         _holeCounted += bytes;
     }
 
-    private async ValueTask<FileSendStatus?> SendHoleAsync(SafeFileHandle file, long offset, long count, MinDataRate? rate)
+    private async ValueTask<FileSendStatus?> SendHoleAsync(SafeFileHandle file, FileStamp? stamp, long offset, long count, MinDataRate? rate)
     {
         bool fileAdded = false;
         FileStream? reopened = null;
@@ -224,10 +230,25 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
 
             long position = offset;
             long end = offset + count;
+            // Sends go up to stop: with a stamp, first to the final chunk, which waits for one more look at the file.
+            long stop = stamp is null ? end : Math.Max(offset, end - FinalChunk);
             long started = Stopwatch.GetTimestamp();
             while (!_failed && position < end)
             {
-                switch (SendFileInline(file, ref position, end))
+                if (position == stop)
+                {
+                    // Only with a stamp, before the final chunk. sendfile(2) queues page-cache references, so bytes
+                    // already queued are read when they leave: a rewrite seen here may have torn them, and the connection
+                    // ends without its last bytes. A rewrite after this look can still reach bytes in the socket buffers.
+                    if (!stamp!.Value.StillMatches(file))
+                    {
+                        return Changed();
+                    }
+
+                    stop = end;
+                }
+
+                switch (SendFileInline(file, ref position, stop))
                 {
                     case SendFileOutcome.Sent:
                         break;
@@ -235,7 +256,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                         return Truncated();
                     case SendFileOutcome.WouldBlock:
                         reopened ??= Reopen(file);
-                        int chunk = (int)Math.Min(end - position, MaxSendFileChunk);
+                        int chunk = (int)Math.Min(stop - position, MaxSendFileChunk);
                         long sent = await SendFileSlowAsync(reopened, position, chunk, rate, count, started);
                         if (sent > 0)
                         {
@@ -288,6 +309,13 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
         // The headers promised more than the file now has: the connection must end so the body cannot look complete.
         Fail(new IOException("The file was truncated while it was being sent."));
         return FileSendStatus.Truncated;
+    }
+
+    private FileSendStatus Changed()
+    {
+        // The headers describe a version the file no longer holds: the body may mix two, so it must not look complete.
+        Fail(new IOException("The file was rewritten in place while it was being sent."));
+        return FileSendStatus.Changed;
     }
 
     private enum SendFileOutcome
