@@ -162,7 +162,7 @@ internal sealed class StaticLaneConnectionMiddleware
                         FileSendStatus? sent;
                         try
                         {
-                            sent = await sendPath!.SendAfterWrittenAsync(file.Handle, file.Offset, file.Count, _minResponseDataRate);
+                            sent = await sendPath!.SendAfterWrittenAsync(file.Handle, file.Stamp, file.Offset, file.Count, _minResponseDataRate);
                         }
                         finally
                         {
@@ -437,9 +437,11 @@ internal sealed class StaticLaneConnectionMiddleware
     }
 
     /// <summary>A body the cache does not hold: a leased (or opened) descriptor of the version the headers describe.</summary>
-    private readonly struct LaneFileBody(SafeFileHandle handle, SharedFileHandle? shared, long offset, long count)
+    private readonly struct LaneFileBody(SafeFileHandle handle, SharedFileHandle? shared, FileStamp stamp, long offset, long count)
     {
         public SafeFileHandle? Handle { get; } = handle;
+
+        public FileStamp Stamp { get; } = stamp;
 
         public long Offset { get; } = offset;
 
@@ -470,7 +472,7 @@ internal sealed class StaticLaneConnectionMiddleware
                 }
             }
 
-            body = new LaneFileBody(handle, shared, offset, count);
+            body = new LaneFileBody(handle, shared, version.Stamp, offset, count);
 
             // Still the version the prebuilt headers describe (an in-place write keeps the descriptor, not the stamp).
             if (FileStamp.FromHandle(handle) != version.Stamp)

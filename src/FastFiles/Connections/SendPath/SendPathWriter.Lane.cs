@@ -1,3 +1,4 @@
+using FastFiles.Files;
 using FastFiles.IO;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Win32.SafeHandles;
@@ -13,9 +14,10 @@ internal sealed partial class SendPathWriter
 {
     /// <summary>
     /// Sends everything written so far, then <paramref name="count"/> bytes of <paramref name="file"/> from
-    /// <paramref name="offset"/>. Anything but <see cref="FileSendStatus.Completed"/> means the connection was aborted.
+    /// <paramref name="offset"/>, checking before the final chunk that the file still has <paramref name="stamp"/> (the
+    /// version the head describes). Anything but <see cref="FileSendStatus.Completed"/> means the connection was aborted.
     /// </summary>
-    public ValueTask<FileSendStatus?> SendAfterWrittenAsync(SafeFileHandle file, long offset, long count, MinDataRate? rate)
+    public ValueTask<FileSendStatus?> SendAfterWrittenAsync(SafeFileHandle file, FileStamp stamp, long offset, long count, MinDataRate? rate)
     {
         CommitTail();
         _unflushed = 0;
@@ -25,6 +27,6 @@ internal sealed partial class SendPathWriter
             return new ValueTask<FileSendStatus?>(FileSendStatus.ClientDisconnected);
         }
 
-        return SendHoleAsync(file, offset, count, rate);
+        return SendHoleAsync(file, stamp, offset, count, rate);
     }
 }
