@@ -152,6 +152,22 @@ internal static class BenchModes
             },
         },
 
+        // The zero-copy send path with socket continuations on the event thread (UseFastFilesInlineSockets): the
+        // runtime's wait-and-sendfile completions run there instead of hopping to the thread pool.
+        ["zerocopy-inline"] = new(
+            "zerocopy with UseFastFilesInlineSockets",
+            services => services.AddFastFiles(),
+            (app, root) => app.UseFastFiles(FastOptions(root)))
+        {
+            Host = web => web.UseFastFilesInlineSockets(),
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(),
+            Listen = listen =>
+            {
+                listen.UseZeroCopySendFile();
+                listen.UseFastFilesConnections();
+            },
+        },
+
         // Dynamic compression (issue 13) on top of today's defaults (the fastfiles-coalesce twin): compressible types get
         // brotli and gzip variants made once per file version; .bin files (application/octet-stream) are not compressible.
         ["fastfiles-compress"] = new(
