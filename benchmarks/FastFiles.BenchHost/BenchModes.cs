@@ -189,6 +189,28 @@ internal static class BenchModes
             LaneRoot = root => new StaticLaneRootOptions { PhysicalPath = root, Files = CompressingOptions(root) },
         },
 
+        // Issue 13 through the file results: every path answered by a minimal-API catch-all returning
+        // FastResults.File(root, path, enableDynamicCompression: true), connection parts as fastfiles-compress.
+        ["results-compress"] = new(
+            "FastResults.File with enableDynamicCompression for every path (a catch-all endpoint), connection parts at their defaults",
+            services => services.AddFastFiles(),
+            (app, root) => app.MapGet("/{**path}", (string path) => FastResults.File(root, path, enableDynamicCompression: true)))
+        {
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(),
+            Listen = listen => listen.UseFastFilesConnections(),
+        },
+
+        // The static lane over a root with content-hash ETags (the fastfiles-lane twin): its prebuilt responses carry
+        // the hash tags.
+        ["fastfiles-lane-hash"] = new(
+            "fastfiles-lane with EnableContentHashETags",
+            services => services.AddFastFiles(),
+            (app, root) => app.UseFastFiles(ContentHashOptions(root)))
+        {
+            Listen = listen => listen.UseFastFilesConnections(),
+            LaneRoot = root => new StaticLaneRootOptions { PhysicalPath = root, Files = ContentHashOptions(root) },
+        },
+
         // The open-file cache's twin: fastfiles-coalesce (today's defaults) with large files opened and closed per request.
         ["fastfiles-noopenfiles"] = new(
             "fastfiles-coalesce with the open-file cache off (MaxOpenFiles = 0)",
@@ -368,6 +390,13 @@ internal static class BenchModes
     {
         FastStaticFileOptions options = FastOptions(root);
         options.EnableDynamicCompression = true;
+        return options;
+    }
+
+    private static FastStaticFileOptions ContentHashOptions(string root)
+    {
+        FastStaticFileOptions options = FastOptions(root);
+        options.EnableContentHashETags = true;
         return options;
     }
 
