@@ -129,12 +129,12 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
     {
         ArgumentNullException.ThrowIfNull(httpContext);
         IServiceProvider services = httpContext.RequestServices;
-        ILogger logger = services?.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Results") ?? NullLogger.Instance;
-        FileResponder responder = FileResponder.Create(services, options: null, logger);
+        RootSources? sources = services?.GetService<IOptions<RootSources>>()?.Value;
+        (FileResponder responder, ILogger logger) = sources?.Responder(services!) ?? RootSources.CreateResponder(services);
 
         // Compression and content hashes are made once per file version, so they need the root's file cache.
         if (RootDirectory is not null && (EnableDynamicCompression || EnableContentHashETags)
-            && services?.GetService<IOptions<RootSources>>()?.Value.CacheFor(RootDirectory, FollowSymlinksOutsideRoot, EnableDynamicCompression, EnableContentHashETags, services) is { } cache
+            && sources?.CacheFor(RootDirectory, FollowSymlinksOutsideRoot, EnableDynamicCompression, EnableContentHashETags, services!) is { } cache
             && await TrySendCachedAsync(httpContext, cache, responder, logger))
         {
             return;
@@ -174,13 +174,13 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
     // before anything was written (the caller then answers from what is on disk now).
     private async Task<bool> TrySendCachedAsync(HttpContext httpContext, FileCache cache, FileResponder responder, ILogger logger)
     {
-        string subpath = Subpath();
         CachedFile? entry = null;
         try
         {
-            if (PathSafety.IsServable(subpath, ServeDotFiles) && !cache.TryGet(subpath, out entry))
+            if (!TryGetCached(cache, out entry, out bool servable) && servable)
             {
                 // Sidecars are looked for only with compression: without it a result sends the file's own bytes.
+                string subpath = Subpath();
                 entry = cache.Build(subpath, subpath, Settings(), precompressed: EnableDynamicCompression);
             }
 
@@ -207,6 +207,20 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
 
         cache.Remove(entry);
         return false;
+    }
+
+    // The entry under "/" + FileName without making that string (a hit is the common case); the path is checked first,
+    // as results with different ServeDotFiles share the root's cache.
+    private bool TryGetCached(FileCache cache, out CachedFile? entry, out bool servable)
+    {
+        entry = null;
+        bool slash = FileName.StartsWith('/');
+        int length = FileName.Length + (slash ? 0 : 1);
+        Span<char> key = length <= 512 ? stackalloc char[length] : new char[length];
+        key[0] = '/';
+        FileName.AsSpan().CopyTo(key[(slash ? 0 : 1)..]);
+        servable = PathSafety.IsServable(key, ServeDotFiles);
+        return servable && cache.TryGet(key, out entry!);
     }
 
     private FileResponseSettings Settings()
@@ -276,6 +290,21 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
         private const int MaxKept = 64;
         private readonly System.Collections.Concurrent.ConcurrentDictionary<(string Root, bool Follow), PhysicalFileSource> _sources = new();
         private readonly System.Collections.Concurrent.ConcurrentDictionary<(string Root, bool Follow, bool Compress, bool Hash), FileCache?> _caches = new();
+        private Tuple<FileResponder, ILogger>? _responder;
+
+        /// <summary>The app's responder and results logger, made once per container (both depend only on it).</summary>
+        public (FileResponder Responder, ILogger Logger) Responder(IServiceProvider services)
+        {
+            // A race makes two equal pairs; either is kept.
+            Tuple<FileResponder, ILogger> made = _responder ??= CreateResponder(services).ToTuple();
+            return (made.Item1, made.Item2);
+        }
+
+        public static (FileResponder Responder, ILogger Logger) CreateResponder(IServiceProvider? services)
+        {
+            ILogger logger = services?.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Results") ?? NullLogger.Instance;
+            return (FileResponder.Create(services, options: null, logger), logger);
+        }
 
         /// <summary>
         /// The file cache for results under <paramref name="root"/> with these options, made on first use and disposed
