@@ -152,6 +152,22 @@ internal static class BenchModes
             },
         },
 
+        // The zero-copy send path with socket continuations on the event thread (UseFastFilesInlineSockets): the
+        // runtime's wait-and-sendfile completions run there instead of hopping to the thread pool.
+        ["zerocopy-inline"] = new(
+            "zerocopy with UseFastFilesInlineSockets",
+            services => services.AddFastFiles(),
+            (app, root) => app.UseFastFiles(FastOptions(root)))
+        {
+            Host = web => web.UseFastFilesInlineSockets(),
+            Kestrel = kestrel => kestrel.UseFastFilesConnections(),
+            Listen = listen =>
+            {
+                listen.UseZeroCopySendFile();
+                listen.UseFastFilesConnections();
+            },
+        },
+
         // Dynamic compression (issue 13) on top of today's defaults (the fastfiles-coalesce twin): compressible types get
         // brotli and gzip variants made once per file version; .bin files (application/octet-stream) are not compressible.
         ["fastfiles-compress"] = new(
@@ -192,6 +208,34 @@ internal static class BenchModes
         {
             Listen = listen => listen.UseFastFilesConnections(),
             LaneRoot = root => new StaticLaneRootOptions { PhysicalPath = root, Files = FastOptions(root) },
+        },
+
+        // The lane with the zero-copy send path outermost: its flushes go straight to the socket (no send-loop hop).
+        ["fastfiles-lane-zerocopy"] = Lane("fastfiles-lane with the zero-copy send path on the plaintext endpoint") with
+        {
+            Listen = listen =>
+            {
+                listen.UseZeroCopySendFile();
+                listen.UseFastFilesConnections();
+            },
+        },
+
+        // The lane with every socket continuation on the epoll thread (UseFastFilesInlineSockets: Kestrel's
+        // UnsafePreferInlineScheduling, no zero-byte read before each receive, the runtime's inline socket completions).
+        // Safe only where nothing on the connection blocks: see README "Inline sockets".
+        ["fastfiles-lane-inline"] = Lane("fastfiles-lane with UseFastFilesInlineSockets") with
+        {
+            Host = web => web.UseFastFilesInlineSockets(),
+        },
+
+        ["fastfiles-lane-inline-zerocopy"] = Lane("fastfiles-lane-inline with the zero-copy send path on the plaintext endpoint") with
+        {
+            Host = web => web.UseFastFilesInlineSockets(),
+            Listen = listen =>
+            {
+                listen.UseZeroCopySendFile();
+                listen.UseFastFilesConnections();
+            },
         },
 
         ["fastfiles-nocache"] = new(
@@ -248,6 +292,15 @@ internal static class BenchModes
     {
         Kestrel = kestrel => kestrel.UseFastFilesConnections(),
         Listen = listen => listen.UseFastFilesConnections(),
+    };
+
+    private static BenchMode Lane(string description) => new(
+        description,
+        services => services.AddFastFiles(),
+        (app, root) => app.UseFastFiles(FastOptions(root)))
+    {
+        Listen = listen => listen.UseFastFilesConnections(),
+        LaneRoot = root => new StaticLaneRootOptions { PhysicalPath = root, Files = FastOptions(root) },
     };
 
     private static BenchMode Knob(string description, Action<IWebHostBuilder> knob) => Coalesce(description) with { Host = knob };

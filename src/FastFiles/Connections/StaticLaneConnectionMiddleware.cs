@@ -2,15 +2,18 @@ using System.Buffers;
 using System.Globalization;
 using System.IO.Pipelines;
 using FastFiles.Caching;
+using FastFiles.Connections.SendPath;
 using FastFiles.Diagnostics;
 using FastFiles.Files;
 using FastFiles.Http;
+using FastFiles.IO;
 using Microsoft.AspNetCore.Connections;
 using Microsoft.AspNetCore.Connections.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core.Features;
 using System.Net.Security;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.Logging;
+using Microsoft.Win32.SafeHandles;
 
 namespace FastFiles.Connections;
 
@@ -23,8 +26,9 @@ namespace FastFiles.Connections;
 /// </summary>
 /// <remarks>
 /// Kestrel's contracts while the lane holds a connection: an idle connection is closed after
-/// <see cref="KestrelServerLimits.KeepAliveTimeout"/>; a request that arrives in pieces is handed to Kestrel at once,
-/// so <see cref="KestrelServerLimits.RequestHeadersTimeout"/> and the header limits are Kestrel's own; a client that
+/// <see cref="KestrelServerLimits.KeepAliveTimeout"/>; a request that arrives in pieces is awaited within
+/// <see cref="KestrelServerLimits.RequestHeadersTimeout"/> from its first bytes and answered 408 when that passes, as
+/// Kestrel does (a large or slow one is handed to Kestrel, whose header limits then apply); a client that
 /// does not read its responses is aborted under <see cref="KestrelServerLimits.MinResponseDataRate"/>; on graceful
 /// shutdown the response in flight is finished and the connection closed. Kestrel's connection limit
 /// (<see cref="KestrelServerLimits.MaxConcurrentConnections"/>) is applied before any connection middleware runs.
@@ -60,11 +64,14 @@ internal sealed class StaticLaneConnectionMiddleware
     private readonly long _keepAliveTimeoutMs;
     private readonly long _requestHeadersTimeoutMs;
     private readonly MinDataRate? _minResponseDataRate;
+    private readonly bool _serverHeader;
     private readonly FastFilesMetrics _metrics;
     private readonly ILogger _logger;
 
-    public StaticLaneConnectionMiddleware(ConnectionDelegate next, StaticLaneRoot[] roots, StaticLaneHeartbeat heartbeat, KestrelServerLimits limits, FastFilesMetrics metrics, ILogger logger)
+    public StaticLaneConnectionMiddleware(
+        ConnectionDelegate next, StaticLaneRoot[] roots, StaticLaneHeartbeat heartbeat, KestrelServerLimits limits, bool serverHeader, FastFilesMetrics metrics, ILogger logger)
     {
+        _serverHeader = serverHeader;
         _next = next;
         _roots = roots;
         _heartbeat = heartbeat;
@@ -91,6 +98,9 @@ internal sealed class StaticLaneConnectionMiddleware
     {
         PipeReader input = context.Transport.Input;
         PipeWriter output = context.Transport.Output;
+
+        // Inside the zero-copy send path the lane writes to it directly: bodies the cache does not hold go by sendfile(2).
+        SendPathWriter? sendPath = output as SendPathWriter;
         var connection = new LaneConnection(_heartbeat, context, input, context.Features.Get<IConnectionLifetimeNotificationFeature>());
         string? handOff = null;
 
@@ -104,6 +114,7 @@ internal sealed class StaticLaneConnectionMiddleware
                 long deadline = partialReads > 0 ? headersDeadline : Environment.TickCount64 + _keepAliveTimeoutMs;
                 if (!connection.EnterWait(deadline))
                 {
+                    await AnswerHeadersTimeoutAsync(output, connection, partialReads);
                     break;
                 }
 
@@ -111,9 +122,8 @@ internal sealed class StaticLaneConnectionMiddleware
                 if (connection.LeaveWait(result.IsCanceled))
                 {
                     // Keep-alive timeout or graceful shutdown while idle: close, as Kestrel does, without a response.
-                    // The rest of a request that did not come within RequestHeadersTimeout: close too (Kestrel would
-                    // first answer 408; the connection ends either way).
                     input.AdvanceTo(result.Buffer.Start);
+                    await AnswerHeadersTimeoutAsync(output, connection, partialReads);
                     break;
                 }
 
@@ -132,7 +142,7 @@ internal sealed class StaticLaneConnectionMiddleware
                         break;
                     }
 
-                    if (!TryServe(rest, output, connection.CloseRequested, out int length, out long written, out close, out reason))
+                    if (!TryServe(rest, output, sendPath, connection.CloseRequested, out int length, out long written, out close, out reason, out LaneFileBody file))
                     {
                         // Nothing was written for it: its Connection: close is Kestrel's to honour.
                         close = false;
@@ -143,6 +153,30 @@ internal sealed class StaticLaneConnectionMiddleware
                     consumed = rest.GetPosition(length);
                     unflushed += written;
                     served++;
+                    if (file.Handle is not null)
+                    {
+                        // A body from disk: what is written so far, then the file, straight to the socket.
+                        _metrics.LaneServed(served, unflushed + file.Count);
+                        served = 0;
+                        unflushed = 0;
+                        FileSendStatus? sent;
+                        try
+                        {
+                            sent = await sendPath!.SendAfterWrittenAsync(file.Handle, file.Stamp, file.Offset, file.Count, _minResponseDataRate);
+                        }
+                        finally
+                        {
+                            file.Release();
+                        }
+
+                        if (sent != FileSendStatus.Completed)
+                        {
+                            // The send path aborted the connection (client gone, too slow, file truncated).
+                            input.AdvanceTo(consumed);
+                            return;
+                        }
+                    }
+
                     if (close || connection.CloseRequested)
                     {
                         break;
@@ -239,16 +273,19 @@ internal sealed class StaticLaneConnectionMiddleware
     }
 
     // Writes the whole response for the request at the start of rest, or nothing (returns false: hand off).
-    private bool TryServe(ReadOnlySequence<byte> rest, PipeWriter output, bool closing, out int length, out long written, out bool close, out HandOffReason reason)
+    private bool TryServe(
+        ReadOnlySequence<byte> rest, PipeWriter output, SendPathWriter? sendPath, bool closing, out int length, out long written, out bool close,
+        out HandOffReason reason, out LaneFileBody file)
     {
         ReadOnlySpan<byte> first = rest.FirstSpan;
         if (StaticLaneParser.TryParse(first, _limits, out LaneRequest request, out length, out reason))
         {
-            return Respond(request, output, closing, out written, out close, ref reason);
+            return Respond(request, output, sendPath, closing, out written, out close, ref reason, out file);
         }
 
         written = 0;
         close = false;
+        file = default;
         if (reason != HandOffReason.Partial || rest.IsSingleSegment)
         {
             return false;
@@ -261,7 +298,7 @@ internal sealed class StaticLaneConnectionMiddleware
         {
             rest.Slice(0, size).CopyTo(copy);
             return StaticLaneParser.TryParse(copy.AsSpan(0, size), _limits, out request, out length, out reason)
-                && Respond(request, output, closing, out written, out close, ref reason);
+                && Respond(request, output, sendPath, closing, out written, out close, ref reason, out file);
         }
         finally
         {
@@ -270,9 +307,12 @@ internal sealed class StaticLaneConnectionMiddleware
     }
 
     // closing: graceful shutdown began; like Kestrel, say Connection: close on the response in flight.
-    private bool Respond(in LaneRequest request, PipeWriter output, bool closing, out long written, out bool close, ref HandOffReason reason)
+    private bool Respond(
+        in LaneRequest request, PipeWriter output, SendPathWriter? sendPath, bool closing, out long written, out bool close, ref HandOffReason reason,
+        out LaneFileBody file)
     {
         written = 0;
+        file = default;
         close = request.Close || closing;
         StaticLaneRoot? root = null;
         CachedFile? entry = null;
@@ -377,8 +417,12 @@ internal sealed class StaticLaneConnectionMiddleware
         bool needsBody = !request.IsHead && status is StatusCodes200 or StatusCodes206 && count > 0;
         if (needsBody && response.Body is null)
         {
-            reason = HandOffReason.Uncached;
-            return false;
+            // Over the cache's size limit: sendfile(2) inside the send path, else the app's (Kestrel's copy path).
+            if (sendPath is null || sendPath.Failed || !LaneFileBody.TryOpen(version, start, count, out file))
+            {
+                reason = HandOffReason.Uncached;
+                return false;
+            }
         }
 
         ReadOnlySpan<byte> date = StaticLaneDate.Line;
@@ -390,6 +434,88 @@ internal sealed class StaticLaneConnectionMiddleware
             _ => response.WriteOk(output, date, close, withBody: !request.IsHead),
         };
         return true;
+    }
+
+    /// <summary>A body the cache does not hold: a leased (or opened) descriptor of the version the headers describe.</summary>
+    private readonly struct LaneFileBody(SafeFileHandle handle, SharedFileHandle? shared, FileStamp stamp, long offset, long count)
+    {
+        public SafeFileHandle? Handle { get; } = handle;
+
+        public FileStamp Stamp { get; } = stamp;
+
+        public long Offset { get; } = offset;
+
+        public long Count { get; } = count;
+
+        public static bool TryOpen(FileVersion version, long offset, long count, out LaneFileBody body)
+        {
+            body = default;
+            if (version.PhysicalPath is null)
+            {
+                return false;
+            }
+
+            // The descriptor the open-file cache keeps (no open per request), else one for this response.
+            SharedFileHandle? shared = version.SharedHandle;
+            SafeFileHandle? handle = shared?.TryAcquire();
+            if (handle is null)
+            {
+                shared = null;
+                try
+                {
+                    handle = FileVersion.OpenHandle(version.PhysicalPath);
+                }
+                catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+                {
+                    // Gone, unreadable, or out of descriptors: the app's middleware answers (404, 503).
+                    return false;
+                }
+            }
+
+            body = new LaneFileBody(handle, shared, version.Stamp, offset, count);
+
+            // Still the version the prebuilt headers describe (an in-place write keeps the descriptor, not the stamp).
+            if (FileStamp.FromHandle(handle) != version.Stamp)
+            {
+                body.Release();
+                body = default;
+                return false;
+            }
+
+            return true;
+        }
+
+        public void Release()
+        {
+            if (shared is not null)
+            {
+                shared.Release();
+            }
+            else
+            {
+                Handle?.Dispose();
+            }
+        }
+    }
+
+    // The rest of a request did not come within RequestHeadersTimeout from its first bytes: Kestrel's answer, a 408 that
+    // closes the connection (RFC 9110 15.5.9), then the lane closes. Not on graceful shutdown, where Kestrel says nothing.
+    private async ValueTask AnswerHeadersTimeoutAsync(PipeWriter output, LaneConnection connection, int partialReads)
+    {
+        if (partialReads == 0 || !connection.TimedOut || connection.CloseRequested)
+        {
+            return;
+        }
+
+        output.Write("HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n"u8);
+        output.Write(StaticLaneDate.Line);
+        if (_serverHeader)
+        {
+            output.Write("Server: Kestrel\r\n"u8);
+        }
+
+        output.Write("\r\n"u8);
+        await FlushAsync(output, connection, 0);
     }
 
     // Flushes; false when the client is gone, or too slow (the heartbeat then aborts the connection under Kestrel's

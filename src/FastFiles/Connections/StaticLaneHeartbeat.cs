@@ -67,6 +67,18 @@ internal sealed class LaneConnection : IDisposable
 
     public bool CloseRequested => _closeRequested;
 
+    /// <summary>A wait ended by its deadline (keep-alive, or the rest of a request within RequestHeadersTimeout).</summary>
+    public bool TimedOut
+    {
+        get
+        {
+            lock (_lock)
+            {
+                return _timedOut;
+            }
+        }
+    }
+
     /// <summary>
     /// Before waiting for bytes (the next request, or the rest of one) until <paramref name="deadline"/>
     /// (<see cref="Environment.TickCount64"/>); false when the connection should close instead.

@@ -39,7 +39,8 @@ internal static class StaticLaneWiring
         KestrelServerLimits limits = listenOptions.KestrelServerOptions?.Limits ?? new KestrelServerLimits();
         var heartbeat = new StaticLaneHeartbeat();
         services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(heartbeat.Dispose);
-        return new StaticLaneConnectionMiddleware(next, roots, heartbeat, limits, FastFilesMetrics.For(services), logger).OnConnectionAsync;
+        bool serverHeader = listenOptions.KestrelServerOptions?.AddServerHeader ?? true;
+        return new StaticLaneConnectionMiddleware(next, roots, heartbeat, limits, serverHeader, FastFilesMetrics.For(services), logger).OnConnectionAsync;
     }
 
     private static StaticLaneRoot[] BuildRoots(StaticLaneOptions lane, ListenOptions listenOptions)

@@ -108,10 +108,10 @@ public sealed class StaticLaneConnectionTests : IDisposable
             }
         }
 
-        // Kestrel answers 408 and closes; the lane, holding the partial request, closes at the same deadline (after any
-        // response it had already sent) without the 408.
+        // Kestrel answers 408 and closes; the lane, holding the partial request, answers the same at the same deadline
+        // (after any response it had already sent).
         Assert.Contains("408 Request Timeout", outcomes[0], StringComparison.Ordinal);
-        Assert.Equal(outcomes[0][..outcomes[0].IndexOf("HTTP/1.1 408", StringComparison.Ordinal)], outcomes[1]);
+        Assert.Equal(outcomes[0], outcomes[1]);
     }
 
     [Fact]

@@ -370,6 +370,42 @@ public sealed class StartupWarningTests
         Assert.Equal(!tuned, started.Logs.Entries.Any(e => e.Category == "Microsoft.AspNetCore.Hosting.Diagnostics"));
     }
 
+    [Fact]
+    public async Task Inline_sockets_set_the_transport_options_and_the_runtime_variable_once()
+    {
+        const string Variable = "DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS";
+        // The runtime reads the variable when its socket engine starts: make sure it has started in this process
+        // (it has, for any earlier test), so setting the variable here changes nothing for the other tests.
+        using (var listener = new System.Net.Sockets.TcpListener(IPAddress.Loopback, 0))
+        {
+            listener.Start();
+            using var client = new System.Net.Sockets.TcpClient();
+            await client.ConnectAsync(IPAddress.Loopback, ((IPEndPoint)listener.LocalEndpoint).Port);
+        }
+
+        string? before = Environment.GetEnvironmentVariable(Variable);
+        try
+        {
+            Environment.SetEnvironmentVariable(Variable, null);
+            WebApplicationBuilder builder = WebApplication.CreateBuilder();
+            builder.WebHost.UseFastFilesInlineSockets();
+            await using WebApplication app = builder.Build();
+            SocketTransportOptions sockets = app.Services.GetRequiredService<IOptions<SocketTransportOptions>>().Value;
+            Assert.True(sockets.UnsafePreferInlineScheduling);
+            Assert.False(sockets.WaitForDataBeforeAllocatingBuffer);
+            Assert.Equal("1", Environment.GetEnvironmentVariable(Variable));
+
+            // A value the environment already has is the operator's: left as it is.
+            Environment.SetEnvironmentVariable(Variable, "0");
+            WebApplication.CreateBuilder().WebHost.UseFastFilesInlineSockets();
+            Assert.Equal("0", Environment.GetEnvironmentVariable(Variable));
+        }
+        finally
+        {
+            Environment.SetEnvironmentVariable(Variable, before);
+        }
+    }
+
     // One startup warning (6002) naming the endpoint and the reason.
     private static void AssertEndpointNamedInWarning(Started started, string reason)
     {

@@ -1,0 +1,165 @@
+using System.Diagnostics.Metrics;
+using System.Net;
+using System.Text;
+using FastFiles.FunctionalTests.Infrastructure;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Hosting.Server.Features;
+using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.FileProviders;
+using Microsoft.Extensions.Logging;
+
+namespace FastFiles.FunctionalTests.Connections;
+
+/// <summary>
+/// Files over the cache's size limit, on a plaintext endpoint with the zero-copy send path outside the static lane: the
+/// lane answers them itself (head, then the body by sendfile(2)) instead of handing the connection to Kestrel, and the
+/// bytes equal those of an endpoint with neither (except Date). Without the send path such a request is handed off.
+/// </summary>
+public sealed class StaticLaneSendFileTests : IAsyncLifetime
+{
+    private const int CacheLimit = 16 * 1024;
+    private readonly TestFiles _files = new();
+    private WebApplication _app = null!;
+    private long _appRequests;
+    private Uri _plain = null!;
+    private Uri _laneSendPath = null!;
+    private Uri _laneOnly = null!;
+    private byte[] _big = null!;
+
+    public async Task InitializeAsync()
+    {
+        _big = _files.Create("big.bin", (1024 * 1024) + 3);
+        _files.Create("small.txt", 100);
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
+        {
+            Args = ["--hostBuilder:reloadConfigOnChange=false"],
+            EnvironmentName = "Production",
+            ContentRootPath = AppContext.BaseDirectory,
+        });
+        builder.Logging.ClearProviders();
+        builder.Services.AddFastFiles(o => o.MaxCachedFileSize = CacheLimit);
+        FastStaticFileOptions Files() => new() { FileProvider = new PhysicalFileProvider(_files.Root), CacheControl = "public, max-age=60" };
+        void Lane(StaticLaneOptions o) => o.Roots.Add(new StaticLaneRootOptions { PhysicalPath = _files.Root, Files = Files() });
+        builder.WebHost.ConfigureKestrel(k =>
+        {
+            k.Listen(IPAddress.Loopback, 0, l => l.Protocols = HttpProtocols.Http1);
+            k.Listen(IPAddress.Loopback, 0, l =>
+            {
+                l.Protocols = HttpProtocols.Http1;
+                l.UseZeroCopySendFile().UseStaticLane(Lane);
+            });
+            k.Listen(IPAddress.Loopback, 0, l =>
+            {
+                l.Protocols = HttpProtocols.Http1;
+                l.UseStaticLane(Lane);
+            });
+        });
+        _app = builder.Build();
+        _app.Use((context, next) =>
+        {
+            Interlocked.Increment(ref _appRequests);
+            return next(context);
+        });
+        _app.UseFastFiles(Files());
+        await _app.StartAsync();
+        Uri[] addresses = [.. _app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Select(a => new Uri(a))];
+        (_plain, _laneSendPath, _laneOnly) = (addresses[0], addresses[1], addresses[2]);
+    }
+
+    public async Task DisposeAsync()
+    {
+        await _app.StopAsync();
+        await _app.DisposeAsync();
+        _files.Dispose();
+    }
+
+    private IMeterFactory Meters => _app.Services.GetRequiredService<IMeterFactory>();
+
+    private static string Request(string method, string target, string headers = "") => $"{method} {target} HTTP/1.1\r\nHost: localhost\r\n{headers}\r\n";
+
+    // Pipelined in one write: a whole body, a range across the first 64 KiB, the tail, HEAD, a cached file between
+    // two bodies from disk, and an unsatisfiable range; the last asks to close.
+    private static byte[] Burst(string etag) => Encoding.ASCII.GetBytes(
+        Request("GET", "/big.bin")
+        + Request("GET", "/big.bin", "Range: bytes=5-70000\r\n")
+        + Request("GET", "/small.txt")
+        + Request("GET", "/big.bin", "Range: bytes=-7\r\n")
+        + Request("HEAD", "/big.bin")
+        + Request("GET", "/big.bin", $"If-None-Match: {etag}\r\n")
+        + Request("GET", "/big.bin", "Range: bytes=9999999-\r\n")
+        + Request("GET", "/big.bin", "Connection: close\r\n"));
+
+    [Fact]
+    public async Task Bodies_over_the_cache_limit_go_by_sendfile_from_the_lane_and_match_Kestrels_bytes()
+    {
+        using HttpResponseMessage first = await new HttpClient().GetAsync(new Uri(_plain, "/big.bin"));
+        Assert.Equal(_big, await first.Content.ReadAsByteArrayAsync());
+        string etag = first.Headers.ETag!.ToString();
+        byte[] burst = Burst(etag);
+
+        long before = Interlocked.Read(ref _appRequests);
+        byte[] expected = await LaneHost.ExchangeAsync(_plain, [burst]);
+        Assert.Equal(before + 8, Interlocked.Read(ref _appRequests));
+
+        using var served = new InstrumentRecorder(Meters, "fastfiles.lane.requests");
+        using var sendfile = new InstrumentRecorder(Meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
+        using var handedOff = new InstrumentRecorder(Meters, "fastfiles.lane.handoffs");
+        byte[] actual = await LaneHost.ExchangeAsync(_laneSendPath, [burst]);
+
+        Assert.Equal(LaneHost.WithoutDates(expected), LaneHost.WithoutDates(actual));
+        Assert.Equal(8, served.Total);
+        Assert.Equal(0, handedOff.Total);
+        Assert.Equal(before + 8, Interlocked.Read(ref _appRequests));
+        // Two whole bodies, the two ranges: every file byte went by sendfile.
+        Assert.Equal((2 * _big.Length) + (70000 - 5 + 1) + 7, sendfile.Total);
+    }
+
+    // Every split point of a request for a body from disk, followed by a cached one: one response each, in order.
+    [Fact]
+    public async Task A_request_split_anywhere_gets_the_same_bytes()
+    {
+        byte[] request = Encoding.ASCII.GetBytes(Request("GET", "/big.bin", "Range: bytes=100-20099\r\n") + Request("GET", "/small.txt", "Connection: close\r\n"));
+        string expected = LaneHost.WithoutDates(await LaneHost.ExchangeAsync(_plain, [request]));
+        for (int split = 1; split < request.Length; split += 7)
+        {
+            byte[] actual = await LaneHost.ExchangeAsync(_laneSendPath, [request[..split], request[split..]]);
+            Assert.Equal(expected, LaneHost.WithoutDates(actual));
+        }
+    }
+
+    [Fact]
+    public async Task Without_the_send_path_the_lane_hands_such_a_request_to_Kestrel()
+    {
+        using var uncached = new InstrumentRecorder(Meters, "fastfiles.lane.handoffs", new("fastfiles.lane.reason", "uncached"));
+        long before = Interlocked.Read(ref _appRequests);
+        byte[] response = await LaneHost.ExchangeAsync(_laneOnly, [Encoding.ASCII.GetBytes(Request("GET", "/big.bin", "Connection: close\r\n"))]);
+
+        Assert.StartsWith("HTTP/1.1 200 OK\r\n", Encoding.Latin1.GetString(response), StringComparison.Ordinal);
+        Assert.Equal(_big, response[^_big.Length..]);
+        Assert.Equal(1, uncached.Total);
+        Assert.Equal(before + 1, Interlocked.Read(ref _appRequests));
+    }
+
+    // The file is rewritten in place (same length, new stamp) after its headers were prebuilt: the lane never sends a
+    // body that does not match them; the app answers with the new version.
+    [Fact]
+    public async Task A_file_changed_since_its_headers_were_built_is_never_sent_under_them()
+    {
+        byte[] request = Encoding.ASCII.GetBytes(Request("GET", "/big.bin", "Connection: close\r\n"));
+        await LaneHost.ExchangeAsync(_laneSendPath, [request]);
+        byte[] changed = [.. _big];
+        changed[12345] ^= 0xFF;
+        File.WriteAllBytes(_files.PathOf("big.bin"), changed);
+        File.SetLastWriteTimeUtc(_files.PathOf("big.bin"), DateTime.UtcNow.AddSeconds(5));
+
+        byte[] response = await LaneHost.ExchangeAsync(_laneSendPath, [request]);
+        string head = Encoding.Latin1.GetString(response, 0, response.Length - changed.Length);
+        Assert.StartsWith("HTTP/1.1 200 OK\r\n", head, StringComparison.Ordinal);
+        Assert.Equal(changed, response[^changed.Length..]);
+        Assert.Contains(File.GetLastWriteTimeUtc(_files.PathOf("big.bin")).ToString("r", System.Globalization.CultureInfo.InvariantCulture), head, StringComparison.Ordinal);
+    }
+}
