@@ -417,8 +417,9 @@ internal sealed class StaticLaneConnectionMiddleware
         bool needsBody = !request.IsHead && status is StatusCodes200 or StatusCodes206 && count > 0;
         if (needsBody && response.Body is null)
         {
-            // Over the cache's size limit: sendfile(2) inside the send path, else the app's (Kestrel's copy path).
-            if (sendPath is null || sendPath.Failed || !LaneFileBody.TryOpen(version, start, count, out file))
+            // Over the cache's size limit: sendfile(2) inside the send path, else the app's (Kestrel's copy path, also for
+            // a file written just now, which the copy path checks before its last bytes leave).
+            if (sendPath is null || sendPath.Failed || sendPath.RecentlyWritten(version.Stamp) || !LaneFileBody.TryOpen(version, start, count, out file))
             {
                 reason = HandOffReason.Uncached;
                 return false;

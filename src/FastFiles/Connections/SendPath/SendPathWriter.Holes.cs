@@ -126,8 +126,12 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
         return null;
     }
 
-    // A file still being written has a modification time close to now; one being served from a deploy does not.
-    private bool RecentlyWritten(FileStamp stamp)
+    /// <summary>
+    /// Whether a body of this version is to be copied rather than sent with sendfile(2): its modification time is within
+    /// <see cref="ZeroCopySendFileOptions.RecentWriteWindow"/> of now. A file still being written has such a time; one
+    /// being served from a deploy does not.
+    /// </summary>
+    public bool RecentlyWritten(FileStamp stamp)
     {
         long window = _settings.RecentWriteWindow.Ticks;
         if (window <= 0)
