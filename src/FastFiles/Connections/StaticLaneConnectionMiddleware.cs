@@ -328,7 +328,7 @@ internal sealed class StaticLaneConnectionMiddleware
 
         if (root is null)
         {
-            reason = HandOffReason.NotFound;
+            reason = request.Path[^1] == (byte)'/' ? HandOffReason.Directory : HandOffReason.NotFound;
             return false;
         }
 
