@@ -1,5 +1,6 @@
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
+using Microsoft.AspNetCore.Builder;
 
 namespace FastFiles.FunctionalTests.Connections;
 
@@ -30,7 +31,7 @@ public sealed class StaticLaneDifferentialTests(StaticLaneDifferentialTests.Fixt
             {
                 ("data.txt", 10_000), ("empty.txt", 0), ("one.txt", 1), ("app.3f2a9c1b.js", 300), ("page.js", 2000), ("page.js.gz", 500),
                 ("page.js.br", 400), ("dir/inner.txt", 10), ("noext", 10), ("UPPER.TXT", 10), (".hidden.txt", 10), ("big.bin", 100_000),
-                ("with space.txt", 10), ("a+b@c.txt", 10),
+                ("with space.txt", 10), ("a+b@c.txt", 10), ("index.html", 700), ("dir/index.html", 70), ("sub/noindex.txt", 10),
             })
             {
                 Files.Create(name, length);
@@ -39,7 +40,13 @@ public sealed class StaticLaneDifferentialTests(StaticLaneDifferentialTests.Fixt
 
             File.SetLastWriteTimeUtc(Files.PathOf("page.js.gz"), Modified.AddSeconds(1));
             File.SetLastWriteTimeUtc(Files.PathOf("page.js.br"), Modified.AddSeconds(1));
-            Host = await LaneHost.StartAsync(Files.Root);
+            // Directories answer with their default file (the lane serves the first name, as UseFastFiles caches it).
+            Host = await LaneHost.StartAsync(Files.Root, files: root =>
+            {
+                FastStaticFileOptions options = LaneHost.FilesFor(root);
+                options.DefaultFileNames = ["index.html"];
+                return options;
+            });
             RawResponse data = await RawHttp.SendAsync(Host.Plain, "/data.txt");
             ETag = data.Headers["ETag"];
             RawResponse gz = await RawHttp.SendAsync(Host.Plain, "/page.js", extraHeaders: "Accept-Encoding: gzip\r\n");
@@ -63,7 +70,7 @@ public sealed class StaticLaneDifferentialTests(StaticLaneDifferentialTests.Fixt
         string etag = _f.ETag;
         string lastModified = new DateTimeOffset(Modified.AddTicks(-(Modified.Ticks % TimeSpan.TicksPerSecond))).ToString("r");
         var corpus = new List<string>();
-        string[] files = ["/data.txt", "/empty.txt", "/one.txt", "/app.3f2a9c1b.js", "/page.js", "/dir/inner.txt", "/noext", "/UPPER.TXT", "/big.bin", "/a+b@c.txt", "/missing.txt"];
+        string[] files = ["/data.txt", "/empty.txt", "/one.txt", "/app.3f2a9c1b.js", "/page.js", "/dir/inner.txt", "/noext", "/UPPER.TXT", "/big.bin", "/a+b@c.txt", "/missing.txt", "/", "/dir/", "/index.html"];
         string[] variants =
         [
             string.Empty,
@@ -119,7 +126,7 @@ public sealed class StaticLaneDifferentialTests(StaticLaneDifferentialTests.Fixt
         foreach (string target in new[]
         {
             "/data.txt?x=1", "/data.txt?", "/%64ata.txt", "/data%2Etxt", "/./data.txt", "/dir/../data.txt", "/dir/..%2Fdata.txt", "//data.txt",
-            "/dir/", "/dir", "/", "/DATA.TXT", "/data.txt#frag", "http://localhost/data.txt", "\\data.txt", "/dir\\inner.txt", "/data.txt%00",
+            "/dir/", "/dir", "/", "/sub/", "/sub", "/missing/", "/dir/?x=1", "/DIR/", "/DATA.TXT", "/data.txt#frag", "http://localhost/data.txt", "\\data.txt", "/dir\\inner.txt", "/data.txt%00",
             "/.hidden.txt", "/with%20space.txt", "*", "/data.txt/", "/dir//inner.txt", "/dir/./inner.txt", "/%2e%2e/etc/passwd", "/../../etc/passwd",
         })
         {
@@ -185,9 +192,21 @@ public sealed class StaticLaneDifferentialTests(StaticLaneDifferentialTests.Fixt
             Get("/one.txt") + Get("/missing") + Get("/one.txt"),
             Get("/one.txt") + Get("/one.txt", "Connection: close\r\n") + Get("/data.txt"),
             Get("/big.bin", "Range: bytes=0-99\r\n") + Get("/one.txt"),
+            Get("/") + Get("/dir/") + Get("/sub/") + Get("/"),
             string.Concat(Enumerable.Repeat(Get("/data.txt"), 40)),
             string.Concat(Enumerable.Repeat(Get("/one.txt"), 16)) + "GET /bare HTTP/1.1\nHost: x\n\n",
         ];
+    }
+
+    // The equivalence above holds whoever answers; here the lane must be the one answering directories itself.
+    [Fact]
+    public async Task Directories_with_a_default_file_are_answered_by_the_lane()
+    {
+        long before = _f.Host.AppRequests;
+        byte[] response = await LaneHost.ExchangeAsync(_f.Host.Lane, [Encoding.ASCII.GetBytes(Get("/") + Get("/dir/", "Accept-Encoding: gzip\r\n") + Get("/", "Connection: close\r\n"))]);
+        string text = Encoding.Latin1.GetString(response);
+        Assert.Equal(3, text.Split("HTTP/1.1 200 OK\r\n").Length - 1);
+        Assert.Equal(before, _f.Host.AppRequests);
     }
 
     public static TheoryData<string> Endpoints => new() { "plain", "tls" };
