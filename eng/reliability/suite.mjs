@@ -31,7 +31,9 @@ function pools() {
   return {
     connections: pick('kestrel.active_connections'), cacheEntries: pick('fastfiles.cache.entries'), cacheOpenFiles: pick('fastfiles.cache.open_files'),
     sendPathBlocks: pick('fastfiles.send_path.blocks'), tlsStageBufferedBytes: pick('fastfiles.tls_stage.buffered'),
-    kestrelPoolRentedBytes: m['aspnetcore.memory_pool.rented'] != null && m['aspnetcore.memory_pool.returned'] != null ? m['aspnetcore.memory_pool.rented'] - m['aspnetcore.memory_pool.returned'] : null,
+    // In use (rented and not returned): allocated, less what was evicted and what sits in the pool.
+    kestrelPoolInUseBytes: m['aspnetcore.memory_pool.allocated'] != null && m['aspnetcore.memory_pool.pooled'] != null
+      ? m['aspnetcore.memory_pool.allocated'] - (m['aspnetcore.memory_pool.evicted'] ?? 0) - m['aspnetcore.memory_pool.pooled'] : null,
     kestrelPoolPooledBytes: pick('aspnetcore.memory_pool.pooled'),
   };
 }
@@ -93,10 +95,22 @@ const cases = {
         while (budget > 0 && (chunk = x.c.socket.read(Math.min(budget, 2048))) !== null) { x.read += chunk.length; budget -= chunk.length; }
       }
     };
-    // Phase 1, slow readers alone: what each one costs the server (resident memory, sampled every tick).
+    // Phase 1, slow readers alone: what each one costs the server (resident memory, sampled every tick), and the response
+    // bytes it holds in user space: Kestrel's memory pool blocks rented and not returned (pipes) plus the send path's
+    // blocks (16 KiB each), from the in-process metrics (written twice a second). Socket buffers are the kernel's.
     let slowPeak = before.rssMiB;
+    const buffered = () => {
+      const p = pools();
+      return p.kestrelPoolInUseBytes == null ? null : p.kestrelPoolInUseBytes + (p.sendPathBlocks ?? 0) * 16 * 1024;
+    };
+    const bufferedBefore = buffered();
+    let bufferedPeak = bufferedBefore;
     const phase1 = Date.now() + 4000;
-    while (Date.now() < phase1) { tick(); slowPeak = Math.max(slowPeak, proc(pid).rssMiB); await sleep(125); }
+    while (Date.now() < phase1) {
+      tick(); slowPeak = Math.max(slowPeak, proc(pid).rssMiB);
+      const b = buffered(); if (b != null && bufferedPeak != null) bufferedPeak = Math.max(bufferedPeak, b);
+      await sleep(125);
+    }
     // Phase 2, fast clients alongside: they must not be starved.
     const stop = Date.now() + seconds * 1000;
     const fast = fastClients(() => Date.now() > stop);
@@ -109,6 +123,8 @@ const cases = {
     return {
       connections: n, seconds: seconds + 4, stillOpen: alive, minKiBRead: Math.round(Math.min(...conns.map(x => x.read)) / 1024),
       rssBeforeMiB: before.rssMiB, rssPeakSlowOnlyMiB: slowPeak, rssGrowthPerSlowConnKiB: Math.round((slowPeak - before.rssMiB) * 1024 / n),
+      bufferedBeforeKiB: bufferedBefore == null ? null : Math.round(bufferedBefore / 1024), bufferedPeakKiB: bufferedPeak == null ? null : Math.round(bufferedPeak / 1024),
+      bufferedPerSlowConnKiB: bufferedPeak == null ? null : Math.round((bufferedPeak - bufferedBefore) / 1024 / n),
       rssPeakWithFastMiB: peak, fastOk: fast.figure.ok, fastFailed: fast.figure.failed, fdsDuring: during.fds,
     };
   },
@@ -173,7 +189,7 @@ const cases = {
     const base = proc(pid), basePools = pools();
     Object.keys(done).forEach(k => { done[k] = 0; });
     await round(count);
-    const same = (a, b) => Object.keys(a).every(k => a[k] === null || k === 'kestrelPoolPooledBytes' || a[k] === b[k]);
+    const same = (a, b) => Object.keys(a).every(k => a[k] === null || k === 'kestrelPoolPooledBytes' || k === 'kestrelPoolInUseBytes' || a[k] === b[k]);
     // Settled: connections, cache entries, open files and send path blocks back to their values, and no descriptor more
     // than before beyond a few for threads the runtime started meanwhile (stock grows the same way).
     const settled = await until(() => proc(pid).fds <= base.fds + 8 && same(basePools, pools()), 20000, 250);

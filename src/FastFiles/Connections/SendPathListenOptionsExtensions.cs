@@ -33,7 +33,7 @@ public static class SendPathListenOptionsExtensions
         listenOptions.Use(next =>
         {
             ZeroCopySendFileOptions registered = FastFilesKestrelState.OptionsFor(listenOptions).ZeroCopySendFile;
-            var options = new ZeroCopySendFileOptions { MinimumLength = registered.MinimumLength };
+            var options = new ZeroCopySendFileOptions { MinimumLength = registered.MinimumLength, RecentWriteWindow = registered.RecentWriteWindow };
             configure?.Invoke(options);
             ILogger logger = listenOptions.ApplicationServices?.GetService<ILoggerFactory>()?.CreateLogger(LoggerCategory) ?? NullLogger.Instance;
             return new SendPathConnectionMiddleware(next, options, FastFilesMetrics.For(listenOptions.ApplicationServices), logger).OnConnectionAsync;

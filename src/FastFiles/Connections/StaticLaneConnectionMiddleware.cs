@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.Globalization;
 using System.IO.Pipelines;
+using System.Runtime.CompilerServices;
 using FastFiles.Caching;
 using FastFiles.Connections.SendPath;
 using FastFiles.Diagnostics;
@@ -317,18 +318,27 @@ internal sealed class StaticLaneConnectionMiddleware
         StaticLaneRoot? root = null;
         CachedFile? entry = null;
         StaticLaneResponse[]? responses = null;
-        foreach (StaticLaneRoot candidate in _roots)
+        try
         {
-            if (candidate.TryResolve(request.Path, out entry, out responses))
+            foreach (StaticLaneRoot candidate in _roots)
             {
-                root = candidate;
-                break;
+                if (candidate.TryResolve(request.Path, out entry, out responses))
+                {
+                    root = candidate;
+                    break;
+                }
             }
+        }
+        catch (IOException ex) when (DescriptorExhaustion.Is(ex))
+        {
+            // Out of descriptors building an entry: the app's middleware answers 503 with Retry-After (and logs it once).
+            reason = HandOffReason.Uncached;
+            return false;
         }
 
         if (root is null)
         {
-            reason = HandOffReason.NotFound;
+            reason = request.Path[^1] == (byte)'/' ? HandOffReason.Directory : HandOffReason.NotFound;
             return false;
         }
 
@@ -418,8 +428,9 @@ internal sealed class StaticLaneConnectionMiddleware
         bool needsBody = !request.IsHead && status is StatusCodes200 or StatusCodes206 && count > 0;
         if (needsBody && response.Body is null)
         {
-            // Over the cache's size limit: sendfile(2) inside the send path, else the app's (Kestrel's copy path).
-            if (sendPath is null || sendPath.Failed || !LaneFileBody.TryOpen(version, start, count, out file))
+            // Over the cache's size limit: sendfile(2) inside the send path, else the app's (Kestrel's copy path, also for
+            // a file written just now, which the copy path checks before its last bytes leave).
+            if (sendPath is null || sendPath.Failed || sendPath.RecentlyWritten(version.Stamp) || !LaneFileBody.TryOpen(version, start, count, out file))
             {
                 reason = HandOffReason.Uncached;
                 return false;
@@ -521,6 +532,7 @@ internal sealed class StaticLaneConnectionMiddleware
 
     // Flushes; false when the client is gone, or too slow (the heartbeat then aborts the connection under Kestrel's
     // minimum response data rate, as Kestrel does for its own responses).
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
     private async ValueTask<bool> FlushAsync(PipeWriter output, LaneConnection connection, long bytes)
     {
         ValueTask<FlushResult> flush = output.FlushAsync();

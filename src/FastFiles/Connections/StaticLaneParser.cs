@@ -15,7 +15,7 @@ internal enum HandOffReason
     /// <summary>A target the lane does not map itself: absolute-form, query, percent-encoding, dot segments, "//", odd bytes.</summary>
     Target,
 
-    /// <summary>A directory (trailing slash): default files and redirects stay with the app.</summary>
+    /// <summary>A directory (trailing slash) without a default file the lane serves: listings and the rest stay with the app.</summary>
     Directory,
 
     /// <summary>Anything not strictly <c>name: value CRLF</c>: bare LF, obs-fold, control bytes, odd header names.</summary>
@@ -161,16 +161,11 @@ internal static class StaticLaneParser
             return false;
         }
 
-        // Dot segments and empty segments are rewritten by Kestrel; a trailing slash names a directory.
+        // Dot segments and empty segments are rewritten by Kestrel. A trailing slash names a directory: its first default
+        // file, when the root has one (else a hand-off as not found).
         if (path.IndexOf("//"u8) >= 0 || path.IndexOf("/."u8) >= 0)
         {
             reason = HandOffReason.Target;
-            return false;
-        }
-
-        if (path[^1] == (byte)'/')
-        {
-            reason = HandOffReason.Directory;
             return false;
         }
 

@@ -19,11 +19,12 @@ internal sealed class StaticLaneRoot : IDisposable
     private readonly StaticFilePolicy _policy;
     private readonly bool _precompressed;
     private readonly bool _serverHeader;
+    private readonly string? _defaultFile;
 
     public StaticLaneRoot(
         string physicalPath, string requestPath, bool followSymlinksOutsideRoot, bool precompressed, StaticFilePolicy policy,
         FastFilesOptions fastFiles, bool serverHeader, FastFilesMetrics metrics, ILogger logger, CompressionPolicy? compression = null,
-        bool contentHashETags = false)
+        string? defaultFile = null, bool contentHashETags = false)
     {
         string physical = Path.GetFullPath(physicalPath);
         if (!Directory.Exists(physical))
@@ -41,6 +42,7 @@ internal sealed class StaticLaneRoot : IDisposable
         _policy = policy;
         _precompressed = precompressed;
         _serverHeader = serverHeader;
+        _defaultFile = defaultFile;
         Cache = new FileCache(new PhysicalFileSource(physical, followSymlinksOutsideRoot), _requestPath, fastFiles, metrics, logger, contentHashETags, compression);
     }
 
@@ -65,10 +67,14 @@ internal sealed class StaticLaneRoot : IDisposable
         System.Text.Ascii.ToUtf16(path, key, out _);
         if (!Cache.TryGet(key, out entry))
         {
-            // A miss (first request, or the file changed): the only place strings are made.
+            // A miss (first request, or the file changed): the only place strings are made. A directory is its first
+            // default file, cached under the directory's path, as UseFastFiles does.
             string subpath = new(key[_prefix.Length..]);
-            if (!_policy.TryGetContentType(subpath, out string? contentType)
-                || Cache.Build(new string(key), subpath, _policy.SettingsFor(subpath, contentType), _precompressed) is not { } built)
+            string? file = subpath[^1] != '/' ? subpath
+                : _defaultFile is not null && PathSafety.IsServable(subpath + _defaultFile, allowDotFiles: false) ? subpath + _defaultFile : null;
+            if (file is null
+                || !_policy.TryGetContentType(file, out string? contentType)
+                || Cache.Build(new string(key), file, _policy.SettingsFor(file, contentType), _precompressed) is not { } built)
             {
                 return false;
             }

@@ -9,4 +9,15 @@ public sealed class ZeroCopySendFileOptions
     /// </summary>
     /// <remarks>Defaults to 16 KiB.</remarks>
     public long MinimumLength { get; set; } = 16 * 1024;
+
+    /// <summary>
+    /// Files modified within this span of now (before or after) are copied instead of sent with sendfile(2). sendfile
+    /// queues references to the page cache, so the kernel reads a body's bytes only when they leave (over loopback, when
+    /// the reader reads them): a write into the file in that time changes bytes already sent, and no check can see it.
+    /// Copied bytes are fixed once read, and the copy path checks the file before the last ones leave, so a file being
+    /// rewritten in place ends its response short instead. A recent modification time is what such a file has; files at
+    /// rest keep sendfile. <see cref="TimeSpan.Zero"/> sends every file with sendfile.
+    /// </summary>
+    /// <remarks>Defaults to 1 second.</remarks>
+    public TimeSpan RecentWriteWindow { get; set; } = TimeSpan.FromSeconds(1);
 }

@@ -65,7 +65,8 @@ internal static class StaticLaneWiring
                 ?? throw new InvalidOperationException("A static lane root needs a PhysicalPath (or a PhysicalFileProvider, or a web root).");
             roots.Add(new StaticLaneRoot(
                 physical, files.RequestPath.Value ?? string.Empty, files.FollowSymlinksOutsideRoot, files.EnablePrecompressedFiles,
-                files.CreatePolicy(), fastFiles, serverHeader, metrics, cacheLogger, files.CreateCompressionPolicy(fastFiles), files.EnableContentHashETags));
+                files.CreatePolicy(), fastFiles, serverHeader, metrics, cacheLogger, files.CreateCompressionPolicy(fastFiles),
+                files.DefaultFileNames.Count > 0 ? files.DefaultFileNames[0] : null, files.EnableContentHashETags));
         }
 
         StaticLaneRoot[] built = [.. roots];

@@ -6,6 +6,7 @@ using FastFiles.Http;
 using FastFiles.IO;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Http.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core.Features;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
@@ -195,24 +196,22 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         {
             case FileSendStatus.Completed:
                 Log.Served(logger, settings.LogName, status, count);
-                break;
+                return true;
             case FileSendStatus.Truncated:
                 Log.FileTruncated(logger, settings.LogName, count);
-                context.Abort();
                 break;
             case FileSendStatus.Changed:
-                // HTTP/1.1: the connection ends; HTTP/2: the stream is reset. Either way the body cannot look complete.
                 Log.FileRewritten(logger, settings.LogName, count);
                 FastFilesMetrics.Resolve(context.RequestServices).RewrittenDuringSend();
-                context.Abort();
                 break;
             default:
-                // Like UseStaticFiles: swallow it, but abort so a cut-short body cannot look complete.
+                // Like UseStaticFiles: swallow it.
                 Log.ClientDisconnected(logger, settings.LogName);
-                context.Abort();
                 break;
         }
 
+        // HTTP/1.1: the connection ends; HTTP/2: the stream is reset. Either way a cut-short body cannot look complete.
+        await ResponseAbort.AbortAsync(context.Features.Get<IHttpRequestLifetimeFeature>()!);
         return true;
     }
 

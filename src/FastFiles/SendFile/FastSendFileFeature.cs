@@ -97,20 +97,20 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardin
                 return;
             case FileSendStatus.Truncated:
                 Log.FileTruncated(_logger, path, toSend);
-                _lifetime.Abort();
-                return;
+                break;
             case FileSendStatus.Changed:
                 Log.FileRewritten(_logger, path, toSend);
                 _metrics.RewrittenDuringSend();
-                _lifetime.Abort();
-                return;
-            default:
-                // The caller cancelled (we aborted for it) or the client left: either way the response is cut
-                // short, so make sure it cannot look complete.
-                _lifetime.Abort();
-                cancellationToken.ThrowIfCancellationRequested();
-                Log.ClientDisconnected(_logger, path);
-                return;
+                break;
+        }
+
+        // The file changed, the caller cancelled (we aborted for it) or the client left: either way the response is cut
+        // short, so make sure it cannot look complete.
+        await ResponseAbort.AbortAsync(_lifetime);
+        if (status == FileSendStatus.ClientDisconnected)
+        {
+            cancellationToken.ThrowIfCancellationRequested();
+            Log.ClientDisconnected(_logger, path);
         }
     }
 }

@@ -226,13 +226,16 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     private async Task ServeCoreAsync(HttpContext context, FileRequest request, string subpath, bool rootWithoutSlash, bool useCache)
     {
         // Entries are keyed by the exact request path, so only cache when the prefix matched with its own case.
+        // A directory's first default file is cached under the directory's path (a later name in DefaultFileNames is
+        // looked up on disk each time, since an earlier one appearing would take its place).
         string? path = context.Request.Path.Value;
-        if (useCache && _cache is not null && path is not null && subpath[^1] != '/'
+        string? file = subpath[^1] != '/' ? subpath : FirstDefaultFile(subpath);
+        if (useCache && _cache is not null && path is not null && file is not null
             && path.Length == _requestPathValue.Length + subpath.Length
             && path.StartsWith(_requestPathValue, StringComparison.Ordinal)
-            && _policy.TryGetContentType(subpath, out string? cachedType))
+            && _policy.TryGetContentType(file, out string? cachedType))
         {
-            CachedFile? built = _cache.Build(path, subpath, _policy.SettingsFor(subpath, cachedType), _options.EnablePrecompressedFiles);
+            CachedFile? built = _cache.Build(path, file, _policy.SettingsFor(file, cachedType), _options.EnablePrecompressedFiles);
             if (built is not null)
             {
                 await ServeCachedAsync(context, request, built);
@@ -389,6 +392,11 @@ internal sealed class FastStaticFileMiddleware : IDisposable
 
         return Resolution.NotOurs;
     }
+
+    private string? FirstDefaultFile(string directoryPath)
+        => _options.DefaultFileNames.Count > 0 && PathSafety.IsServable(directoryPath + _options.DefaultFileNames[0], _options.ServeDotFiles)
+            ? directoryPath + _options.DefaultFileNames[0]
+            : null;
 
     private string? FindDefaultFile(string directoryPath, out FileVersion? version)
     {

@@ -513,6 +513,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
     {
         using var files = new TestFiles();
         byte[] content = files.Create("page.txt", 100_000);
+        AtRest(files, "page.txt");
         (WebApplication app, Uri address) = await StartConfiguredAsync(files, [], k => k.UseFastFilesConnections(o => o.EnableZeroCopySendFile = true));
         await using (app)
         {
@@ -530,6 +531,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         using var files = new TestFiles();
         byte[] small = files.Create("small.txt", 100_000);
         byte[] large = files.Create("large.txt", 300_000, seed: 2);
+        AtRest(files, "large.txt");
         // No code options: both settings come from the FastFiles:Kestrel section.
         (WebApplication app, Uri address) = await StartConfiguredAsync(
             files,
@@ -556,6 +558,9 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
             await app.StopAsync();
         }
     }
+
+    // Files written just now are copied (ZeroCopySendFileOptions.RecentWriteWindow): these are deployed files at rest.
+    private static void AtRest(TestFiles files, string name) => File.SetLastWriteTimeUtc(files.PathOf(name), DateTime.UtcNow.AddHours(-1));
 
     private static Dictionary<string, string> Without(Dictionary<string, string> headers, string name)
         => headers.Where(h => !h.Key.Equals(name, StringComparison.OrdinalIgnoreCase)).ToDictionary(h => h.Key, h => h.Value, StringComparer.OrdinalIgnoreCase);

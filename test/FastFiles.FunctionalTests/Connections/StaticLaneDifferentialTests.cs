@@ -19,7 +19,7 @@ public sealed class StaticLaneContentHashDifferentialTests(StaticLaneContentHash
     {
         protected override FastStaticFileOptions FilesFor(string root)
         {
-            FastStaticFileOptions options = LaneHost.FilesFor(root);
+            FastStaticFileOptions options = base.FilesFor(root);
             options.EnableContentHashETags = true;
             return options;
         }
@@ -63,7 +63,7 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
             {
                 ("data.txt", 10_000), ("empty.txt", 0), ("one.txt", 1), ("app.3f2a9c1b.js", 300), ("page.js", 2000), ("page.js.gz", 500),
                 ("page.js.br", 400), ("dir/inner.txt", 10), ("noext", 10), ("UPPER.TXT", 10), (".hidden.txt", 10), ("big.bin", 100_000),
-                ("with space.txt", 10), ("a+b@c.txt", 10),
+                ("with space.txt", 10), ("a+b@c.txt", 10), ("index.html", 700), ("dir/index.html", 70), ("sub/noindex.txt", 10),
             })
             {
                 Files.Create(name, length);
@@ -101,7 +101,13 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
             GzETag = gz.Headers["ETag"];
         }
 
-        protected virtual FastStaticFileOptions FilesFor(string root) => LaneHost.FilesFor(root);
+        // Directories answer with their default file (the lane serves the first name, as UseFastFiles caches it).
+        protected virtual FastStaticFileOptions FilesFor(string root)
+        {
+            FastStaticFileOptions options = LaneHost.FilesFor(root);
+            options.DefaultFileNames = ["index.html"];
+            return options;
+        }
 
         public async Task DisposeAsync()
         {
@@ -120,7 +126,7 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
         string etag = _f.ETag;
         string lastModified = new DateTimeOffset(Modified.AddTicks(-(Modified.Ticks % TimeSpan.TicksPerSecond))).ToString("r");
         var corpus = new List<string>();
-        string[] files = ["/data.txt", "/empty.txt", "/one.txt", "/app.3f2a9c1b.js", "/page.js", "/dir/inner.txt", "/noext", "/UPPER.TXT", "/big.bin", "/a+b@c.txt", "/missing.txt"];
+        string[] files = ["/data.txt", "/empty.txt", "/one.txt", "/app.3f2a9c1b.js", "/page.js", "/dir/inner.txt", "/noext", "/UPPER.TXT", "/big.bin", "/a+b@c.txt", "/missing.txt", "/", "/dir/", "/index.html"];
         string[] variants =
         [
             string.Empty,
@@ -176,7 +182,7 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
         foreach (string target in new[]
         {
             "/data.txt?x=1", "/data.txt?", "/%64ata.txt", "/data%2Etxt", "/./data.txt", "/dir/../data.txt", "/dir/..%2Fdata.txt", "//data.txt",
-            "/dir/", "/dir", "/", "/DATA.TXT", "/data.txt#frag", "http://localhost/data.txt", "\\data.txt", "/dir\\inner.txt", "/data.txt%00",
+            "/dir/", "/dir", "/", "/sub/", "/sub", "/missing/", "/dir/?x=1", "/DIR/", "/DATA.TXT", "/data.txt#frag", "http://localhost/data.txt", "\\data.txt", "/dir\\inner.txt", "/data.txt%00",
             "/.hidden.txt", "/with%20space.txt", "*", "/data.txt/", "/dir//inner.txt", "/dir/./inner.txt", "/%2e%2e/etc/passwd", "/../../etc/passwd",
         })
         {
@@ -242,9 +248,21 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
             Get("/one.txt") + Get("/missing") + Get("/one.txt"),
             Get("/one.txt") + Get("/one.txt", "Connection: close\r\n") + Get("/data.txt"),
             Get("/big.bin", "Range: bytes=0-99\r\n") + Get("/one.txt"),
+            Get("/") + Get("/dir/") + Get("/sub/") + Get("/"),
             string.Concat(Enumerable.Repeat(Get("/data.txt"), 40)),
             string.Concat(Enumerable.Repeat(Get("/one.txt"), 16)) + "GET /bare HTTP/1.1\nHost: x\n\n",
         ];
+    }
+
+    // The equivalence above holds whoever answers; here the lane must be the one answering directories itself.
+    [Fact]
+    public async Task Directories_with_a_default_file_are_answered_by_the_lane()
+    {
+        long before = _f.Host.AppRequests;
+        byte[] response = await LaneHost.ExchangeAsync(_f.Host.Lane, [Encoding.ASCII.GetBytes(Get("/") + Get("/dir/", "Accept-Encoding: gzip\r\n") + Get("/", "Connection: close\r\n"))]);
+        string text = Encoding.Latin1.GetString(response);
+        Assert.Equal(3, text.Split("HTTP/1.1 200 OK\r\n").Length - 1);
+        Assert.Equal(before, _f.Host.AppRequests);
     }
 
     public static TheoryData<string> Endpoints => new() { "plain", "tls" };

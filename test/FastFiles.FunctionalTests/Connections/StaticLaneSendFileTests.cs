@@ -50,7 +50,8 @@ public sealed class StaticLaneSendFileTests : IAsyncLifetime
             k.Listen(IPAddress.Loopback, 0, l =>
             {
                 l.Protocols = HttpProtocols.Http1;
-                l.UseZeroCopySendFile().UseStaticLane(Lane);
+                // The files are written just before the requests: no RecentWriteWindow, or they would be handed to Kestrel.
+                l.UseZeroCopySendFile(o => o.RecentWriteWindow = TimeSpan.Zero).UseStaticLane(Lane);
             });
             k.Listen(IPAddress.Loopback, 0, l =>
             {

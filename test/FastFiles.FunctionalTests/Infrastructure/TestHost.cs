@@ -95,11 +95,16 @@ public sealed class TestHost : IAsyncDisposable
         builder.Logging.SetMinimumLevel(LogLevel.Warning);
         builder.WebHost.ConfigureKestrel(k =>
         {
-            // The send path on the main HTTP/1.1 endpoint, for every body size, so every test exercises it.
+            // The send path on the main HTTP/1.1 endpoint, for every body size and files just written, so every test
+            // exercises it.
             k.Listen(IPAddress.Loopback, 0, l =>
             {
                 l.Protocols = HttpProtocols.Http1;
-                l.UseZeroCopySendFile(o => o.MinimumLength = 0);
+                l.UseZeroCopySendFile(o =>
+                {
+                    o.MinimumLength = 0;
+                    o.RecentWriteWindow = TimeSpan.Zero;
+                });
                 configureEndpoints?.Invoke(l);
             });
             k.Listen(IPAddress.Loopback, 0, l =>

@@ -1,11 +1,14 @@
 using System.Diagnostics.Metrics;
 using System.Globalization;
+using System.Net;
 using System.Net.Sockets;
 using System.Text;
 using FastFiles.FunctionalTests.Connections;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.FileProviders;
 using Microsoft.Extensions.Logging;
@@ -34,6 +37,9 @@ public sealed class RewriteInPlaceTests(RewriteInPlaceTests.Fixture fixture) : I
 
         public IMeterFactory Meters => Host.Services.GetRequiredService<IMeterFactory>();
 
+        /// <summary>A send path endpoint with the default <c>RecentWriteWindow</c> (the main one sends files just written).</summary>
+        public Uri SendPathDefaults => Host.Addresses[4];
+
         protected override async Task<TestHost> StartHostAsync()
         {
             return await TestHost.StartAsync(
@@ -55,7 +61,12 @@ public sealed class RewriteInPlaceTests(RewriteInPlaceTests.Fixture fixture) : I
                     services.AddFastFiles();
                     services.AddSingleton<ILoggerProvider>(Logs);
                     services.AddLogging(b => b.AddFilter("FastFiles", LogLevel.Information));
-                });
+                },
+                configureKestrel: k => k.Listen(IPAddress.Loopback, 0, l =>
+                {
+                    l.Protocols = HttpProtocols.Http1;
+                    l.UseZeroCopySendFile(o => o.MinimumLength = 0);
+                }));
         }
 
         protected override Task StoppingAsync()
@@ -185,6 +196,27 @@ public sealed class RewriteInPlaceTests(RewriteInPlaceTests.Fixture fixture) : I
         }
 
         Assert.Equal(TestFiles.Sha256(before), TestFiles.Sha256(received.ToArray()));
+    }
+
+    [Fact]
+    public async Task A_file_written_just_now_is_copied_and_one_at_rest_goes_out_with_sendfile()
+    {
+        // sendfile's bytes are read when they leave, after any check; a file still being written is copied, so a rewrite
+        // is caught before the last bytes leave.
+        (string name, byte[] before, _) = CreateVersions();
+        using var recent = new InstrumentRecorder(_f.Meters, "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "recently_modified"));
+        using var sendfile = new InstrumentRecorder(_f.Meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
+
+        RawResponse fresh = await RawHttp.SendAsync(_f.SendPathDefaults, $"/{name}");
+        Assert.Equal(TestFiles.Sha256(before), TestFiles.Sha256(fresh.Body));
+        Assert.Equal(1, recent.Total);
+        Assert.Equal(0, sendfile.Total);
+
+        File.SetLastWriteTimeUtc(_f.Files.PathOf(name), DateTime.UtcNow.AddHours(-1));
+        RawResponse atRest = await RawHttp.SendAsync(_f.SendPathDefaults, $"/{name}");
+        Assert.Equal(TestFiles.Sha256(before), TestFiles.Sha256(atRest.Body));
+        Assert.Equal(1, recent.Total);
+        Assert.Equal(Length, sendfile.Total);
     }
 
     private (string Name, byte[] Before, byte[] After) CreateVersions()

@@ -60,7 +60,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
 
     public ValueTask<FileSendStatus?> TrySendAsync(IFeatureCollection features, SafeFileHandle file, FileStamp? stamp, long offset, long count, CancellationToken cancellationToken)
     {
-        if (Check(features, count, out PipeWriter? writer) is { } reason)
+        if (Check(features, stamp, count, out PipeWriter? writer) is { } reason)
         {
             Fallback(reason, count);
             return new ValueTask<FileSendStatus?>((FileSendStatus?)null);
@@ -72,7 +72,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     public void Copied(long count) => _metrics.SendPathSent(count, sendfile: false);
 
     /// <summary>Why this response cannot be a hole, or null when it can.</summary>
-    private string? Check(IFeatureCollection features, long count, out PipeWriter? writer)
+    private string? Check(IFeatureCollection features, FileStamp? stamp, long count, out PipeWriter? writer)
     {
         writer = null;
         if (_failed || _released)
@@ -117,8 +117,30 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             return "not_content_length";
         }
 
+        if (stamp is { } version && RecentlyWritten(version))
+        {
+            return "recently_modified";
+        }
+
         writer = body.Writer;
         return null;
+    }
+
+    /// <summary>
+    /// Whether a body of this version is to be copied rather than sent with sendfile(2): its modification time is within
+    /// <see cref="ZeroCopySendFileOptions.RecentWriteWindow"/> of now. A file still being written has such a time; one
+    /// being served from a deploy does not.
+    /// </summary>
+    public bool RecentlyWritten(FileStamp stamp)
+    {
+        long window = _settings.RecentWriteWindow.Ticks;
+        if (window <= 0)
+        {
+            return false;
+        }
+
+        long age = DateTime.UtcNow.Ticks - stamp.ModifiedTicks;
+        return age < window && age > -window;
     }
 
     private void Fallback(string reason, long count)
