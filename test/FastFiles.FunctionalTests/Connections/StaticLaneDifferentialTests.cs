@@ -1,6 +1,9 @@
+using System.Security.Cryptography;
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
 
 namespace FastFiles.FunctionalTests.Connections;
 
@@ -11,6 +14,8 @@ public sealed class StaticLaneDifferentialTests(StaticLaneDifferentialTestsBase.
 /// <summary>
 /// The differential corpus against a root with <c>EnableContentHashETags</c>: the lane's prebuilt responses carry the
 /// content-hash tags the middleware sends, and a large file (hashed in the background) is answered as the middleware does.
+/// On the plaintext lane endpoint the zero-copy send path sits outside the lane, so the lane also sends the large file's
+/// body itself (by sendfile) under its content-hash tag.
 /// </summary>
 public sealed class StaticLaneContentHashDifferentialTests(StaticLaneContentHashDifferentialTests.ContentHashFixture fixture)
     : StaticLaneDifferentialTestsBase(fixture), IClassFixture<StaticLaneContentHashDifferentialTests.ContentHashFixture>
@@ -23,6 +28,9 @@ public sealed class StaticLaneContentHashDifferentialTests(StaticLaneContentHash
             options.EnableContentHashETags = true;
             return options;
         }
+
+        // The files are written just before the host starts: no RecentWriteWindow, or the lane would hand them to Kestrel.
+        protected override Action<ListenOptions>? PlainLane => l => l.UseZeroCopySendFile(o => o.RecentWriteWindow = TimeSpan.Zero);
     }
 
     [Fact]
@@ -31,6 +39,23 @@ public sealed class StaticLaneContentHashDifferentialTests(StaticLaneContentHash
         // 128 bits of SHA-256 in base64url, quoted: the tag the corpus's conditionals are built from.
         Assert.Matches("^\"[A-Za-z0-9_-]{22}\"$", Shared.ETag);
         Assert.Matches("^\"[A-Za-z0-9_-]{22}\"$", Shared.GzETag);
+    }
+
+    [Fact]
+    public async Task TheLaneSendsALargeFileUnderItsContentHashTag()
+    {
+        byte[] file = File.ReadAllBytes(Shared.Files.PathOf("big.bin"));
+        string expected = "\"" + Convert.ToBase64String(SHA256.HashData(file).AsSpan(0, 16)).TrimEnd('=').Replace('+', '-').Replace('/', '_') + "\"";
+        long before = Shared.Host.AppRequests;
+        string response = Encoding.Latin1.GetString(await LaneHost.ExchangeAsync(Shared.Host.Lane, [Encoding.ASCII.GetBytes(
+            "GET /big.bin HTTP/1.1\r\nHost: localhost\r\n\r\n" + $"GET /big.bin HTTP/1.1\r\nHost: localhost\r\nIf-None-Match: {expected}\r\nConnection: close\r\n\r\n")]));
+
+        Assert.Equal(before, Shared.Host.AppRequests);
+        Assert.StartsWith("HTTP/1.1 200 OK\r\n", response, StringComparison.Ordinal);
+        Assert.Contains($"\r\nETag: {expected}\r\n", response, StringComparison.Ordinal);
+        int notModified = response.IndexOf("HTTP/1.1 304 Not Modified\r\n", StringComparison.Ordinal);
+        Assert.True(notModified > 0, "the conditional request was not answered 304");
+        Assert.Equal(file, Encoding.Latin1.GetBytes(response[(response.IndexOf("\r\n\r\n", StringComparison.Ordinal) + 4)..notModified]));
     }
 }
 
@@ -72,7 +97,7 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
 
             File.SetLastWriteTimeUtc(Files.PathOf("page.js.gz"), Modified.AddSeconds(1));
             File.SetLastWriteTimeUtc(Files.PathOf("page.js.br"), Modified.AddSeconds(1));
-            Host = await LaneHost.StartAsync(Files.Root, files: FilesFor);
+            Host = await LaneHost.StartAsync(Files.Root, files: FilesFor, plainLane: PlainLane);
 
             // A large file's content hash is computed in the background, by each cache on its own: the corpus starts
             // once both the app and the lane send it, so no response depends on which finished first.
@@ -108,6 +133,9 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
             options.DefaultFileNames = ["index.html"];
             return options;
         }
+
+        /// <summary>Connection middlewares outside the lane on its plaintext endpoint; none by default.</summary>
+        protected virtual Action<ListenOptions>? PlainLane => null;
 
         public async Task DisposeAsync()
         {
