@@ -4,18 +4,50 @@ using Microsoft.AspNetCore.Builder;
 
 namespace FastFiles.FunctionalTests.Connections;
 
+/// <summary>The differential corpus against a root with modification-time ETags.</summary>
+public sealed class StaticLaneDifferentialTests(StaticLaneDifferentialTestsBase.Fixture fixture)
+    : StaticLaneDifferentialTestsBase(fixture), IClassFixture<StaticLaneDifferentialTestsBase.Fixture>;
+
+/// <summary>
+/// The differential corpus against a root with <c>EnableContentHashETags</c>: the lane's prebuilt responses carry the
+/// content-hash tags the middleware sends, and a large file (hashed in the background) is answered as the middleware does.
+/// </summary>
+public sealed class StaticLaneContentHashDifferentialTests(StaticLaneContentHashDifferentialTests.ContentHashFixture fixture)
+    : StaticLaneDifferentialTestsBase(fixture), IClassFixture<StaticLaneContentHashDifferentialTests.ContentHashFixture>
+{
+    public sealed class ContentHashFixture : Fixture
+    {
+        protected override FastStaticFileOptions FilesFor(string root)
+        {
+            FastStaticFileOptions options = base.FilesFor(root);
+            options.EnableContentHashETags = true;
+            return options;
+        }
+    }
+
+    [Fact]
+    public void TheCorpusUsesContentHashTags()
+    {
+        // 128 bits of SHA-256 in base64url, quoted: the tag the corpus's conditionals are built from.
+        Assert.Matches("^\"[A-Za-z0-9_-]{22}\"$", Shared.ETag);
+        Assert.Matches("^\"[A-Za-z0-9_-]{22}\"$", Shared.GzETag);
+    }
+}
+
 /// <summary>
 /// The static lane's equivalence: one corpus of raw requests (conditionals, ranges, encodings, odd and hostile paths,
 /// request smuggling and desync attempts, pipelined bursts) sent to the same app with and without the lane, over
 /// plaintext and TLS; every response must be byte-identical except Date. Some exchanges are also split at every byte.
 /// </summary>
-public sealed class StaticLaneDifferentialTests(StaticLaneDifferentialTests.Fixture fixture) : IClassFixture<StaticLaneDifferentialTests.Fixture>
+public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTestsBase.Fixture fixture)
 {
     private const string End = "GET /__end HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     private static readonly DateTime Modified = new DateTime(2022, 3, 4, 5, 6, 7, DateTimeKind.Utc).AddTicks(7_654_321);
     private readonly Fixture _f = fixture;
 
-    public sealed class Fixture : IAsyncLifetime
+    protected Fixture Shared => _f;
+
+    public class Fixture : IAsyncLifetime
     {
         public TestFiles Files { get; } = new();
 
@@ -40,17 +72,41 @@ public sealed class StaticLaneDifferentialTests(StaticLaneDifferentialTests.Fixt
 
             File.SetLastWriteTimeUtc(Files.PathOf("page.js.gz"), Modified.AddSeconds(1));
             File.SetLastWriteTimeUtc(Files.PathOf("page.js.br"), Modified.AddSeconds(1));
-            // Directories answer with their default file (the lane serves the first name, as UseFastFiles caches it).
-            Host = await LaneHost.StartAsync(Files.Root, files: root =>
+            Host = await LaneHost.StartAsync(Files.Root, files: FilesFor);
+
+            // A large file's content hash is computed in the background, by each cache on its own: the corpus starts
+            // once both the app and the lane send it, so no response depends on which finished first.
+            using var deadline = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+            byte[] head = Encoding.ASCII.GetBytes("HEAD /big.bin HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+            foreach ((Uri endpoint, bool lane) in new[] { (Host.Plain, false), (Host.Tls, false), (Host.Lane, true), (Host.LaneTls, true) })
             {
-                FastStaticFileOptions options = LaneHost.FilesFor(root);
-                options.DefaultFileNames = ["index.html"];
-                return options;
-            });
+                while (true)
+                {
+                    long before = Host.AppRequests;
+                    string response = Encoding.Latin1.GetString(await LaneHost.ExchangeAsync(endpoint, [head]));
+
+                    // Through a lane endpoint, only the lane's own answer counts (a hand-off is the app's answer).
+                    if (response.Contains("\r\nETag: ", StringComparison.Ordinal) && (!lane || Host.AppRequests == before))
+                    {
+                        break;
+                    }
+
+                    await Task.Delay(20, deadline.Token);
+                }
+            }
+
             RawResponse data = await RawHttp.SendAsync(Host.Plain, "/data.txt");
             ETag = data.Headers["ETag"];
             RawResponse gz = await RawHttp.SendAsync(Host.Plain, "/page.js", extraHeaders: "Accept-Encoding: gzip\r\n");
             GzETag = gz.Headers["ETag"];
+        }
+
+        // Directories answer with their default file (the lane serves the first name, as UseFastFiles caches it).
+        protected virtual FastStaticFileOptions FilesFor(string root)
+        {
+            FastStaticFileOptions options = LaneHost.FilesFor(root);
+            options.DefaultFileNames = ["index.html"];
+            return options;
         }
 
         public async Task DisposeAsync()
