@@ -36,6 +36,9 @@ public sealed class ResultCompressionParityTests(ResultCompressionParityTests.Fi
                 Files.Write($"changing-{transport}.css", DynamicCompressionTests.Text(20_000, 13));
             }
 
+            // Not compressed: a type outside the compressible list, and a stylesheet under the 1 KiB minimum.
+            Files.Create("photo.png", 5_000);
+            Files.Write("tiny.css", DynamicCompressionTests.Text(500, 15));
             string root = Files.Root;
             return await TestHost.StartAsync(app =>
             {
@@ -77,6 +80,25 @@ public sealed class ResultCompressionParityTests(ResultCompressionParityTests.Fi
                 // No Accept-Encoding at all: identity, with the same Vary.
                 (_, string plain, _) = await AssertSameAsync(transport, middleware, result, file);
                 Assert.Null(Field(plain, "Content-Encoding"));
+            }
+        }
+    }
+
+    [Theory]
+    [Transports]
+    public async Task Files_that_are_not_compressed_match_the_middleware(Transport transport)
+    {
+        foreach ((string middleware, string result) in Pairs)
+        {
+            foreach (string file in new[] { "/photo.png", "/tiny.css" })
+            {
+                (HttpStatusCode status, string headers, byte[] body) = await AssertSameAsync(transport, middleware, result, file, "Accept-Encoding: br, gzip");
+                Assert.Equal(HttpStatusCode.OK, status);
+                Assert.Null(Field(headers, "Content-Encoding"));
+
+                // Nothing varies for a file that never gets variants (RFC 9110 12.5.5).
+                Assert.Null(Field(headers, "Vary"));
+                Assert.Equal(File.ReadAllBytes(_f.Files.PathOf(file)), body);
             }
         }
     }
