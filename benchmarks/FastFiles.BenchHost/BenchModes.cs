@@ -180,14 +180,18 @@ internal static class BenchModes
         },
 
         // The static lane answering compressed variants itself (fastfiles-lane with EnableDynamicCompression).
-        ["fastfiles-lane-compress"] = new(
-            "fastfiles-lane with EnableDynamicCompression",
-            services => services.AddFastFiles(),
-            (app, root) => app.UseFastFiles(CompressingOptions(root)))
+        ["fastfiles-lane-compress"] = Lane("fastfiles-lane with EnableDynamicCompression", CompressingOptions),
+
+        // Issue 13 through the file results: every path answered by a minimal-API catch-all returning
+        // FastResults.File(root, path, enableDynamicCompression: true), connection parts as fastfiles-compress.
+        ["results-compress"] = Coalesce("FastResults.File with enableDynamicCompression for every path (a catch-all endpoint), connection parts at their defaults") with
         {
-            Listen = listen => listen.UseFastFilesConnections(),
-            LaneRoot = root => new StaticLaneRootOptions { PhysicalPath = root, Files = CompressingOptions(root) },
+            Configure = (app, root) => app.MapGet("/{**path}", (string path) => FastResults.File(root, path, enableDynamicCompression: true)),
         },
+
+        // The static lane over a root with content-hash ETags (the fastfiles-lane twin): its prebuilt responses carry
+        // the hash tags.
+        ["fastfiles-lane-hash"] = Lane("fastfiles-lane with EnableContentHashETags", ContentHashOptions),
 
         // The open-file cache's twin: fastfiles-coalesce (today's defaults) with large files opened and closed per request.
         ["fastfiles-noopenfiles"] = new(
@@ -201,14 +205,7 @@ internal static class BenchModes
 
         // The HTTP/1.1 static lane on top of today's defaults (the fastfiles-coalesce twin): cached GET/HEAD answered
         // before Kestrel parses them, on the HTTP/1.1 and TLS endpoints (the h2c endpoint has no HTTP/1.1, so no lane).
-        ["fastfiles-lane"] = new(
-            "fastfiles-coalesce with the HTTP/1.1 static lane serving the root",
-            services => services.AddFastFiles(),
-            (app, root) => app.UseFastFiles(FastOptions(root)))
-        {
-            Listen = listen => listen.UseFastFilesConnections(),
-            LaneRoot = root => new StaticLaneRootOptions { PhysicalPath = root, Files = FastOptions(root) },
-        },
+        ["fastfiles-lane"] = Lane("fastfiles-coalesce with the HTTP/1.1 static lane serving the root"),
 
         // The lane with the zero-copy send path outermost: its flushes go straight to the socket (no send-loop hop).
         ["fastfiles-lane-zerocopy"] = Lane("fastfiles-lane with the zero-copy send path on the plaintext endpoint") with
@@ -294,14 +291,19 @@ internal static class BenchModes
         Listen = listen => listen.UseFastFilesConnections(),
     };
 
-    private static BenchMode Lane(string description) => new(
-        description,
-        services => services.AddFastFiles(),
-        (app, root) => app.UseFastFiles(FastOptions(root)))
+    // The lane and UseFastFiles over the same root with the same options (FastOptions unless given).
+    private static BenchMode Lane(string description, Func<string, FastStaticFileOptions>? options = null)
     {
-        Listen = listen => listen.UseFastFilesConnections(),
-        LaneRoot = root => new StaticLaneRootOptions { PhysicalPath = root, Files = FastOptions(root) },
-    };
+        Func<string, FastStaticFileOptions> files = options ?? FastOptions;
+        return new(
+            description,
+            services => services.AddFastFiles(),
+            (app, root) => app.UseFastFiles(files(root)))
+        {
+            Listen = listen => listen.UseFastFilesConnections(),
+            LaneRoot = root => new StaticLaneRootOptions { PhysicalPath = root, Files = files(root) },
+        };
+    }
 
     private static BenchMode Knob(string description, Action<IWebHostBuilder> knob) => Coalesce(description) with { Host = knob };
 
@@ -368,6 +370,13 @@ internal static class BenchModes
     {
         FastStaticFileOptions options = FastOptions(root);
         options.EnableDynamicCompression = true;
+        return options;
+    }
+
+    private static FastStaticFileOptions ContentHashOptions(string root)
+    {
+        FastStaticFileOptions options = FastOptions(root);
+        options.EnableContentHashETags = true;
         return options;
     }
 

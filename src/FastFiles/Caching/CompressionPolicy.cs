@@ -14,6 +14,24 @@ internal sealed class CompressionPolicy
     // (RFC 7932 9.1), and a few browsers cap what they accept.
     private const int BrotliWindow = 22;
 
+    /// <summary>The media types compressed unless configured otherwise (<c>FastStaticFileOptions.DefaultCompressibleContentTypes</c>).</summary>
+    public static readonly IReadOnlyList<string> DefaultContentTypes =
+    [
+        "text/*",
+        "application/javascript", "application/x-javascript",
+        "application/json", "application/manifest+json", "application/ld+json", "application/geo+json", "application/problem+json",
+        "application/xml", "application/xhtml+xml", "application/rss+xml", "application/atom+xml", "image/svg+xml",
+        "application/wasm",
+        "image/x-icon", "image/vnd.microsoft.icon", "image/bmp",
+        "font/ttf", "font/otf", "application/x-font-ttf", "application/vnd.ms-fontobject",
+    ];
+
+    /// <summary>The default smallest file compressed (the reason is on <c>FastStaticFileOptions.DynamicCompressionMinimumSize</c>).</summary>
+    public const long DefaultMinimumSize = 1024;
+
+    /// <summary>The default largest file compressed (the reason is on <c>FastStaticFileOptions.DynamicCompressionMaximumSize</c>).</summary>
+    public const long DefaultMaximumSize = 8L * 1024 * 1024;
+
     private readonly HashSet<string> _exact = new(StringComparer.OrdinalIgnoreCase);
     private readonly List<string> _prefixes = [];
 

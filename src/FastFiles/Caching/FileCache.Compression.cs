@@ -45,6 +45,15 @@ internal sealed partial class FileCache
         return accept.Select(available);
     }
 
+    /// <summary>
+    /// The version of <paramref name="entry"/> to send for <paramref name="request"/>: the identity when the file has no
+    /// variants to choose from (Accept-Encoding is then not read), else by <see cref="Negotiate"/>.
+    /// </summary>
+    public FileVersion Select(CachedFile entry, in FileRequest request)
+        => entry.Available == ContentCodings.None && entry.Pending == ContentCodings.None
+            ? entry.Identity
+            : entry.Select(Negotiate(entry, request.AcceptEncoding()));
+
     private void Enqueue(CachedFile entry)
     {
         if (!entry.TryMarkQueued())

@@ -356,9 +356,10 @@ internal sealed class StaticLaneConnectionMiddleware
         }
 
         FileVersion version = response.Version;
-        if (version.ETag is null)
+        if (response.ETag is not { } etag)
         {
-            // No validator yet (a content hash being computed): the app's middleware knows how to wait for it.
+            // No validator yet (a content hash being computed): UseFastFiles answers without an ETag, or waits for it
+            // when the request has a condition.
             reason = HandOffReason.Uncached;
             return false;
         }
@@ -373,7 +374,7 @@ internal sealed class StaticLaneConnectionMiddleware
         {
             Span<char> chars = stackalloc char[request.IfNoneMatch.Length];
             System.Text.Ascii.ToUtf16(request.IfNoneMatch, chars, out _);
-            noneMatch = EntityTagMatcher.AnyMatches(chars, version.ETag, strong: false);
+            noneMatch = EntityTagMatcher.AnyMatches(chars, etag, strong: false);
         }
 
         if (noneMatch == true)

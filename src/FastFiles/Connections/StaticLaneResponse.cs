@@ -34,6 +34,9 @@ internal sealed class StaticLaneResponse
     {
         Version = version;
         Body = version.Content;
+
+        // Read once: a content-hash tag may arrive while this is built, and the bytes must carry the tag they were built with.
+        ETag = version.ETag;
         byte[] server = serverHeader ? ServerKestrel : [];
         _okHead = Ascii($"HTTP/1.1 200 OK\r\nContent-Length: {version.Length}\r\n");
         _contentType = settings.ContentType is null ? [] : Ascii($"Content-Type: {settings.ContentType}\r\n");
@@ -42,7 +45,7 @@ internal sealed class StaticLaneResponse
         string acceptRanges = settings.EnableRangeProcessing ? "Accept-Ranges: bytes\r\n" : string.Empty;
         string cacheControl = settings.CacheControl is null ? string.Empty : $"Cache-Control: {settings.CacheControl}\r\n";
         string encoding = version.ContentEncoding is null ? string.Empty : $"Content-Encoding: {version.ContentEncoding}\r\n";
-        string validators = $"ETag: {version.ETag}\r\nLast-Modified: {version.LastModifiedHeader}\r\n";
+        string validators = $"ETag: {ETag}\r\nLast-Modified: {version.LastModifiedHeader}\r\n";
         string vary = settings.VaryAcceptEncoding ? "Vary: Accept-Encoding\r\n" : string.Empty;
         _okTail = [.. server, .. Ascii(acceptRanges + cacheControl + encoding + validators + vary + "\r\n")];
         _notModifiedTail = [.. server, .. Ascii(cacheControl + validators + vary + "\r\n")];
@@ -53,6 +56,12 @@ internal sealed class StaticLaneResponse
     }
 
     public FileVersion Version { get; }
+
+    /// <summary>
+    /// The strong validator these bytes carry; <see langword="null"/> while the version's content hash is being
+    /// computed (the bytes are then never sent: the request goes to the app, as <c>UseFastFiles</c> would answer it).
+    /// </summary>
+    public string? ETag { get; }
 
     /// <summary>The whole body when the cache holds it; null for files over the cache's size limit.</summary>
     public byte[]? Body { get; }

@@ -24,7 +24,7 @@ internal sealed class StaticLaneRoot : IDisposable
     public StaticLaneRoot(
         string physicalPath, string requestPath, bool followSymlinksOutsideRoot, bool precompressed, StaticFilePolicy policy,
         FastFilesOptions fastFiles, bool serverHeader, FastFilesMetrics metrics, ILogger logger, CompressionPolicy? compression = null,
-        string? defaultFile = null)
+        string? defaultFile = null, bool contentHashETags = false)
     {
         string physical = Path.GetFullPath(physicalPath);
         if (!Directory.Exists(physical))
@@ -43,7 +43,7 @@ internal sealed class StaticLaneRoot : IDisposable
         _precompressed = precompressed;
         _serverHeader = serverHeader;
         _defaultFile = defaultFile;
-        Cache = new FileCache(new PhysicalFileSource(physical, followSymlinksOutsideRoot), _requestPath, fastFiles, metrics, logger, compression: compression);
+        Cache = new FileCache(new PhysicalFileSource(physical, followSymlinksOutsideRoot), _requestPath, fastFiles, metrics, logger, contentHashETags, compression);
     }
 
     public FileCache Cache { get; }
@@ -82,9 +82,10 @@ internal sealed class StaticLaneRoot : IDisposable
             entry = built;
         }
 
-        // Dynamic compression adds variants to a live entry: responses built before one was published are built again.
+        // Dynamic compression adds variants to a live entry, and a large file's content hash is known some time after
+        // its entry is built: responses built before either are built again.
         ContentCodings available = entry.Available;
-        if (entry.Prebuilt is Prebuilt prebuilt && prebuilt.Available == available)
+        if (entry.Prebuilt is Prebuilt prebuilt && prebuilt.Available == available && (prebuilt.Tagged || !TagsArrived(prebuilt.Responses)))
         {
             responses = prebuilt.Responses;
             return true;
@@ -100,12 +101,26 @@ internal sealed class StaticLaneRoot : IDisposable
                 : responses[0];
         }
 
-        entry.Prebuilt = new Prebuilt(available, responses);
+        entry.Prebuilt = new Prebuilt(available, responses, Array.TrueForAll(responses, r => r.ETag is not null));
         return true;
+    }
+
+    // Whether a version whose response was built without its content-hash tag has it now.
+    private static bool TagsArrived(StaticLaneResponse[] responses)
+    {
+        foreach (StaticLaneResponse response in responses)
+        {
+            if (response.ETag is null && response.Version.ETag is not null)
+            {
+                return true;
+            }
+        }
+
+        return false;
     }
 
     public void Dispose() => Cache.Dispose();
 
-    /// <summary>The responses built for an entry, and which of its codings they cover.</summary>
-    private sealed record Prebuilt(ContentCodings Available, StaticLaneResponse[] Responses);
+    /// <summary>The responses built for an entry, which of its codings they cover, and whether every one carries its ETag.</summary>
+    private sealed record Prebuilt(ContentCodings Available, StaticLaneResponse[] Responses, bool Tagged);
 }

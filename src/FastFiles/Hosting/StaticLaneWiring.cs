@@ -59,11 +59,6 @@ internal static class StaticLaneWiring
                 throw new InvalidOperationException("A static lane root cannot use OnPrepareResponse: lane responses never run application code.");
             }
 
-            if (files.EnableContentHashETags)
-            {
-                throw new InvalidOperationException("A static lane root cannot use EnableContentHashETags (yet): its responses use modification-time ETags.");
-            }
-
             string physical = root.PhysicalPath
                 ?? (files.FileProvider as PhysicalFileProvider)?.Root
                 ?? (files.FileProvider is null ? services.GetService<IWebHostEnvironment>()?.WebRootPath : null)
@@ -71,7 +66,7 @@ internal static class StaticLaneWiring
             roots.Add(new StaticLaneRoot(
                 physical, files.RequestPath.Value ?? string.Empty, files.FollowSymlinksOutsideRoot, files.EnablePrecompressedFiles,
                 files.CreatePolicy(), fastFiles, serverHeader, metrics, cacheLogger, files.CreateCompressionPolicy(fastFiles),
-                files.DefaultFileNames.Count > 0 ? files.DefaultFileNames[0] : null));
+                files.DefaultFileNames.Count > 0 ? files.DefaultFileNames[0] : null, files.EnableContentHashETags));
         }
 
         StaticLaneRoot[] built = [.. roots];

@@ -1,10 +1,13 @@
+using FastFiles.Caching;
 using FastFiles.Diagnostics;
 using FastFiles.Files;
 using FastFiles.Http;
 using FastFiles.Responses;
+using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Mvc;
 using Microsoft.AspNetCore.StaticFiles;
 using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Options;
@@ -86,6 +89,34 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
     /// <remarks>Defaults to <see langword="null"/>.</remarks>
     public string? CacheControl { get; init; }
 
+    /// <summary>
+    /// With <see cref="RootDirectory"/>: whether a compressible file is also sent brotli- or gzip-encoded when the
+    /// request's Accept-Encoding prefers it, exactly as <c>FastStaticFileOptions.EnableDynamicCompression</c> does for
+    /// <c>UseFastFiles</c>: each file version compressed once in the background into a file cache for the root (shared by
+    /// every result with the same root and options), sidecars (<c>file.br</c>, <c>file.gz</c>) on disk winning for their
+    /// coding, <c>Vary: Accept-Encoding</c> on every response for the file, an ETag per coding, ranges and conditional
+    /// requests over the encoded bytes. Compressible types and sizes are <c>UseFastFiles</c>' defaults
+    /// (<c>FastStaticFileOptions.DefaultCompressibleContentTypes</c>, 1 KiB to 8 MiB), levels are
+    /// <c>FastFilesOptions.BrotliCompressionQuality</c> and <c>FastFilesOptions.GzipCompressionLevel</c>.
+    /// </summary>
+    /// <remarks>
+    /// Defaults to <see langword="false"/>, as in <c>UseFastFiles</c>. Needs the file cache
+    /// (<c>FastFilesOptions.EnableFileCache</c>); results with an absolute path (no root) send the file as it is.
+    /// </remarks>
+    public bool EnableDynamicCompression { get; init; }
+
+    /// <summary>
+    /// With <see cref="RootDirectory"/>: whether the ETag is the content hash of the bytes sent (the first 128 bits of
+    /// SHA-256, base64url), as <c>FastStaticFileOptions.EnableContentHashETags</c> makes it for <c>UseFastFiles</c>:
+    /// computed once per file version by a file cache for the root, in the background for files over
+    /// <c>FastFilesOptions.MaxCachedFileSize</c> (until then responses carry no ETag and entity-tag conditions wait for it).
+    /// </summary>
+    /// <remarks>
+    /// Defaults to <see langword="false"/>, as in <c>UseFastFiles</c>: modification-time ETags. Results with an absolute
+    /// path (no root) keep modification-time ETags.
+    /// </remarks>
+    public bool EnableContentHashETags { get; init; }
+
     /// <inheritdoc />
     public override Task ExecuteResultAsync(ActionContext context)
     {
@@ -98,7 +129,16 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
     {
         ArgumentNullException.ThrowIfNull(httpContext);
         IServiceProvider services = httpContext.RequestServices;
-        ILogger logger = services?.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Results") ?? NullLogger.Instance;
+        RootSources? sources = services?.GetService<IOptions<RootSources>>()?.Value;
+        (FileResponder responder, ILogger logger) = sources?.Responder(services!) ?? RootSources.CreateResponder(services);
+
+        // Compression and content hashes are made once per file version, so they need the root's file cache.
+        if (RootDirectory is not null && (EnableDynamicCompression || EnableContentHashETags)
+            && sources?.CacheFor(RootDirectory, FollowSymlinksOutsideRoot, EnableDynamicCompression, EnableContentHashETags, services!) is { } cache
+            && await TrySendCachedAsync(httpContext, cache, responder, logger))
+        {
+            return;
+        }
 
         FileVersion? file;
         try
@@ -113,32 +153,104 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
 
         if (file is null)
         {
-            Log.FileNotFound(logger, FileName);
-            httpContext.Response.StatusCode = StatusCodes.Status404NotFound;
+            NotFound(httpContext, logger);
             return;
         }
 
         using (file)
         {
-            string? disposition = null;
-            if (!string.IsNullOrEmpty(FileDownloadName))
+            if (RootDirectory is not null && EnableContentHashETags && file.PhysicalPath is not null)
             {
-                var header = new ContentDispositionHeaderValue("attachment");
-                header.SetHttpFileName(FileDownloadName);
-                disposition = header.ToString();
+                // Not cached (no file cache, or its entry went stale): as UseFastFiles, the hash is computed only if a
+                // condition needs it, so the tag is the cached one.
+                file.UseContentHash(ContentHash.ForFile(file.PhysicalPath, file.Stamp, null, null, httpContext.RequestAborted));
             }
 
-            var settings = new FileResponseSettings
-            {
-                ContentType = ContentType,
-                CacheControl = CacheControl,
-                EnableRangeProcessing = EnableRangeProcessing,
-                ContentDisposition = disposition,
-                LogName = FileName,
-            };
-            await FileResponder.Create(services, options: null, logger).SendAsync(httpContext, file, settings);
+            await responder.SendAsync(httpContext, file, Settings());
         }
     }
+
+    // Answers from the root's file cache as UseFastFiles answers a cached file; false when the entry turned out stale
+    // before anything was written (the caller then answers from what is on disk now).
+    private async Task<bool> TrySendCachedAsync(HttpContext httpContext, FileCache cache, FileResponder responder, ILogger logger)
+    {
+        CachedFile? entry = null;
+        try
+        {
+            if (!TryGetCached(cache, out entry, out bool servable) && servable)
+            {
+                // Sidecars are looked for only with compression: without it a result sends the file's own bytes.
+                string subpath = Subpath();
+                entry = cache.Build(subpath, subpath, Settings(), precompressed: EnableDynamicCompression);
+            }
+
+            if (entry is null)
+            {
+                NotFound(httpContext, logger);
+                return true;
+            }
+
+            FileRequest request = responder.ReadRequest(httpContext);
+
+            // The entry's Vary (it knows whether the file has or will have variants); everything else is this result's.
+            FileResponseSettings settings = Settings() with { VaryAcceptEncoding = entry.Settings.VaryAcceptEncoding };
+            if (await responder.SendAsync(httpContext, request, cache.Select(entry, request), settings))
+            {
+                return true;
+            }
+        }
+        catch (IOException ex) when (DescriptorExhaustion.Is(ex) && !httpContext.Response.HasStarted)
+        {
+            UnavailableResponse.Send(httpContext, logger, FileName, ex);
+            return true;
+        }
+
+        cache.Remove(entry);
+        return false;
+    }
+
+    // The entry under "/" + FileName without making that string (a hit is the common case); the path is checked first,
+    // as results with different ServeDotFiles share the root's cache.
+    private bool TryGetCached(FileCache cache, out CachedFile? entry, out bool servable)
+    {
+        entry = null;
+        bool slash = FileName.StartsWith('/');
+        int length = FileName.Length + (slash ? 0 : 1);
+        Span<char> key = length <= 512 ? stackalloc char[length] : new char[length];
+        key[0] = '/';
+        FileName.AsSpan().CopyTo(key[(slash ? 0 : 1)..]);
+        servable = PathSafety.IsServable(key, ServeDotFiles);
+        return servable && cache.TryGet(key, out entry!);
+    }
+
+    private FileResponseSettings Settings()
+    {
+        string? disposition = null;
+        if (!string.IsNullOrEmpty(FileDownloadName))
+        {
+            var header = new ContentDispositionHeaderValue("attachment");
+            header.SetHttpFileName(FileDownloadName);
+            disposition = header.ToString();
+        }
+
+        return new FileResponseSettings
+        {
+            ContentType = ContentType,
+            CacheControl = CacheControl,
+            EnableRangeProcessing = EnableRangeProcessing,
+            ContentDisposition = disposition,
+            LogName = FileName,
+        };
+    }
+
+    private void NotFound(HttpContext httpContext, ILogger logger)
+    {
+        Log.FileNotFound(logger, FileName);
+        httpContext.Response.StatusCode = StatusCodes.Status404NotFound;
+    }
+
+    // Route values arrive decoded (except %2F) with their leading slash stripped; the checks are the middleware's.
+    private string Subpath() => FileName.StartsWith('/') ? FileName : "/" + FileName;
 
     private FileVersion? OpenAbsolute()
     {
@@ -154,8 +266,7 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
 
     private FileVersion? OpenUnderRoot(IServiceProvider? services)
     {
-        // Route values arrive decoded (except %2F) with their leading slash stripped; the checks are the middleware's.
-        string subpath = FileName.StartsWith('/') ? FileName : "/" + FileName;
+        string subpath = Subpath();
         if (!PathSafety.IsServable(subpath, ServeDotFiles))
         {
             return null;
@@ -174,9 +285,66 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
     /// </summary>
     internal sealed class RootSources
     {
-        // Roots are normally a handful of constants; past this many, sources are made per request instead of kept.
+        // Roots are normally a handful of constants; past this many, sources are made per request instead of kept, and
+        // further roots get no file cache.
         private const int MaxKept = 64;
         private readonly System.Collections.Concurrent.ConcurrentDictionary<(string Root, bool Follow), PhysicalFileSource> _sources = new();
+        private readonly System.Collections.Concurrent.ConcurrentDictionary<(string Root, bool Follow, bool Compress, bool Hash), FileCache?> _caches = new();
+        private Tuple<FileResponder, ILogger>? _responder;
+
+        /// <summary>The app's responder and results logger, made once per container (both depend only on it).</summary>
+        public (FileResponder Responder, ILogger Logger) Responder(IServiceProvider services)
+        {
+            // A race makes two equal pairs; either is kept.
+            Tuple<FileResponder, ILogger> made = _responder ??= CreateResponder(services).ToTuple();
+            return (made.Item1, made.Item2);
+        }
+
+        public static (FileResponder Responder, ILogger Logger) CreateResponder(IServiceProvider? services)
+        {
+            ILogger logger = services?.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Results") ?? NullLogger.Instance;
+            return (FileResponder.Create(services, options: null, logger), logger);
+        }
+
+        /// <summary>
+        /// The file cache for results under <paramref name="root"/> with these options, made on first use and disposed
+        /// when the app stops; <see langword="null"/> when the file cache is off (<c>FastFilesOptions.EnableFileCache</c>).
+        /// </summary>
+        public FileCache? CacheFor(string root, bool followLinksOutsideRoot, bool compress, bool contentHashETags, IServiceProvider services)
+        {
+            var key = (root, followLinksOutsideRoot, compress, contentHashETags);
+            if (_caches.TryGetValue(key, out FileCache? cache))
+            {
+                return cache;
+            }
+
+            // Made under a lock: a second cache for the same root would watch and hold the same files twice.
+            lock (_caches)
+            {
+                if (_caches.TryGetValue(key, out cache) || _caches.Count >= MaxKept)
+                {
+                    return cache;
+                }
+
+                FastFilesOptions options = FastFilesOptionsSource.FastFilesOptions(services);
+                if (options.EnableFileCache)
+                {
+                    CompressionPolicy? compression = compress
+                        ? new CompressionPolicy(
+                            CompressionPolicy.DefaultContentTypes, CompressionPolicy.DefaultMinimumSize, CompressionPolicy.DefaultMaximumSize,
+                            options.BrotliCompressionQuality, options.GzipCompressionLevel)
+                        : null;
+                    ILogger logger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Caching") ?? NullLogger.Instance;
+
+                    // Keyed by the sub-path under the root (no URL prefix): the watcher maps changed files to those keys.
+                    cache = new FileCache(For(root, followLinksOutsideRoot), string.Empty, options, FastFilesMetrics.For(services), logger, contentHashETags, compression);
+                    services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(cache.Dispose);
+                }
+
+                _caches[key] = cache;
+                return cache;
+            }
+        }
 
         public PhysicalFileSource For(string root, bool followLinksOutsideRoot)
         {

@@ -24,7 +24,24 @@ public static class FastResults
     /// <param name="contentType">The Content-Type; <see langword="null"/> (the default) infers it from the extension.</param>
     /// <param name="fileDownloadName">A download name for Content-Disposition; <see langword="null"/> (the default) sends none.</param>
     /// <param name="enableRangeProcessing">Whether Range requests are honoured. Defaults to <see langword="true"/>.</param>
+    /// <param name="enableDynamicCompression">
+    /// Whether compressible files are also sent brotli- or gzip-encoded, compressed once per file version, as
+    /// <c>UseFastFiles</c> does with <c>EnableDynamicCompression</c>; see <see cref="FastPhysicalFileResult.EnableDynamicCompression"/>.
+    /// Defaults to <see langword="false"/>.
+    /// </param>
+    /// <param name="enableContentHashETags">
+    /// Whether the ETag is the content hash of the bytes, as <c>UseFastFiles</c> sends with <c>EnableContentHashETags</c>;
+    /// see <see cref="FastPhysicalFileResult.EnableContentHashETags"/>. Defaults to <see langword="false"/>.
+    /// </param>
     /// <returns>A result usable from minimal APIs and MVC; a 404 when the path is refused or names no regular file.</returns>
-    public static FastPhysicalFileResult File(string root, string relativePath, string? contentType = null, string? fileDownloadName = null, bool enableRangeProcessing = true)
-        => new(root, relativePath, contentType) { FileDownloadName = fileDownloadName, EnableRangeProcessing = enableRangeProcessing };
+    public static FastPhysicalFileResult File(
+        string root, string relativePath, string? contentType = null, string? fileDownloadName = null, bool enableRangeProcessing = true,
+        bool enableDynamicCompression = false, bool enableContentHashETags = false)
+        => new(root, relativePath, contentType)
+        {
+            FileDownloadName = fileDownloadName,
+            EnableRangeProcessing = enableRangeProcessing,
+            EnableDynamicCompression = enableDynamicCompression,
+            EnableContentHashETags = enableContentHashETags,
+        };
 }

@@ -184,9 +184,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             }
         }
 
-        FileVersion selected = entry.Available == ContentCodings.None && entry.Pending == ContentCodings.None
-            ? entry.Identity
-            : entry.Select(_cache!.Negotiate(entry, request.AcceptEncoding()));
+        FileVersion selected = _cache!.Select(entry, request);
         try
         {
             if (await _responder.SendAsync(context, request, selected, settings))

@@ -36,16 +36,7 @@ public sealed class FastStaticFileOptions
     /// JavaScript's legacy type, SVG, XML, XHTML, RSS and Atom, WebAssembly, icons, and the uncompressed font formats
     /// (TrueType, OpenType, EOT). Formats that are compressed already (images, audio, video, WOFF2, archives) gain nothing.
     /// </summary>
-    public static readonly IReadOnlyList<string> DefaultCompressibleContentTypes =
-    [
-        "text/*",
-        "application/javascript", "application/x-javascript",
-        "application/json", "application/manifest+json", "application/ld+json", "application/geo+json", "application/problem+json",
-        "application/xml", "application/xhtml+xml", "application/rss+xml", "application/atom+xml", "image/svg+xml",
-        "application/wasm",
-        "image/x-icon", "image/vnd.microsoft.icon", "image/bmp",
-        "font/ttf", "font/otf", "application/x-font-ttf", "application/vnd.ms-fontobject",
-    ];
+    public static readonly IReadOnlyList<string> DefaultCompressibleContentTypes = FastFiles.Caching.CompressionPolicy.DefaultContentTypes;
 
     /// <summary>The Cache-Control value sent for fingerprinted paths.</summary>
     public const string ImmutableCacheControl = "public, max-age=31536000, immutable";
@@ -138,7 +129,7 @@ public sealed class FastStaticFileOptions
     /// Defaults to 1024. Below about 1 KiB a response fits one TCP segment either way, so compressing saves no round trip
     /// (Caddy's <c>encode</c> uses 512 bytes, IIS 2,700).
     /// </remarks>
-    public long DynamicCompressionMinimumSize { get; set; } = 1024;
+    public long DynamicCompressionMinimumSize { get; set; } = FastFiles.Caching.CompressionPolicy.DefaultMinimumSize;
 
     /// <summary>Files larger than this many bytes are not compressed by <see cref="EnableDynamicCompression"/>.</summary>
     /// <remarks>
@@ -146,7 +137,7 @@ public sealed class FastStaticFileOptions
     /// budget with every other file (a variant larger than a quarter of the budget is not kept). Larger text files
     /// (data dumps, source maps) are better served from sidecars made at build time.
     /// </remarks>
-    public long DynamicCompressionMaximumSize { get; set; } = 8L * 1024 * 1024;
+    public long DynamicCompressionMaximumSize { get; set; } = FastFiles.Caching.CompressionPolicy.DefaultMaximumSize;
 
     /// <summary>Runs after a variant is encoded and before it is published (file sub-path, coding token): a test seam.</summary>
     internal Func<string, string, Task>? DynamicCompressionHook { get; set; }

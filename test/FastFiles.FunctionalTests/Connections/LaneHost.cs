@@ -54,7 +54,12 @@ public sealed partial class LaneHost : IAsyncDisposable
         CacheControl = "public, max-age=60",
     };
 
-    public static async Task<LaneHost> StartAsync(string root, Action<KestrelServerOptions>? kestrel = null, Func<string, FastStaticFileOptions>? files = null)
+    /// <param name="root">The folder served by the app and the lane.</param>
+    /// <param name="kestrel">Server options (limits).</param>
+    /// <param name="files">The root's options, for the app and the lane alike.</param>
+    /// <param name="plainLane">Connection middlewares put outside the lane on the plaintext lane endpoint (the send path).</param>
+    public static async Task<LaneHost> StartAsync(
+        string root, Action<KestrelServerOptions>? kestrel = null, Func<string, FastStaticFileOptions>? files = null, Action<ListenOptions>? plainLane = null)
     {
         files ??= FilesFor;
         WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
@@ -74,6 +79,7 @@ public sealed partial class LaneHost : IAsyncDisposable
             k.Listen(IPAddress.Loopback, 0, l =>
             {
                 l.Protocols = HttpProtocols.Http1;
+                plainLane?.Invoke(l);
                 l.UseStaticLane(Lane);
             });
             k.Listen(IPAddress.Loopback, 0, l =>

@@ -1,21 +1,78 @@
+using System.Security.Cryptography;
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
 
 namespace FastFiles.FunctionalTests.Connections;
+
+/// <summary>The differential corpus against a root with modification-time ETags.</summary>
+public sealed class StaticLaneDifferentialTests(StaticLaneDifferentialTestsBase.Fixture fixture)
+    : StaticLaneDifferentialTestsBase(fixture), IClassFixture<StaticLaneDifferentialTestsBase.Fixture>;
+
+/// <summary>
+/// The differential corpus against a root with <c>EnableContentHashETags</c>: the lane's prebuilt responses carry the
+/// content-hash tags the middleware sends, and a large file (hashed in the background) is answered as the middleware does.
+/// On the plaintext lane endpoint the zero-copy send path sits outside the lane, so the lane also sends the large file's
+/// body itself (by sendfile) under its content-hash tag.
+/// </summary>
+public sealed class StaticLaneContentHashDifferentialTests(StaticLaneContentHashDifferentialTests.ContentHashFixture fixture)
+    : StaticLaneDifferentialTestsBase(fixture), IClassFixture<StaticLaneContentHashDifferentialTests.ContentHashFixture>
+{
+    public sealed class ContentHashFixture : Fixture
+    {
+        protected override FastStaticFileOptions FilesFor(string root)
+        {
+            FastStaticFileOptions options = base.FilesFor(root);
+            options.EnableContentHashETags = true;
+            return options;
+        }
+
+        // The files are written just before the host starts: no RecentWriteWindow, or the lane would hand them to Kestrel.
+        protected override Action<ListenOptions>? PlainLane => l => l.UseZeroCopySendFile(o => o.RecentWriteWindow = TimeSpan.Zero);
+    }
+
+    [Fact]
+    public void TheCorpusUsesContentHashTags()
+    {
+        // 128 bits of SHA-256 in base64url, quoted: the tag the corpus's conditionals are built from.
+        Assert.Matches("^\"[A-Za-z0-9_-]{22}\"$", Shared.ETag);
+        Assert.Matches("^\"[A-Za-z0-9_-]{22}\"$", Shared.GzETag);
+    }
+
+    [Fact]
+    public async Task TheLaneSendsALargeFileUnderItsContentHashTag()
+    {
+        byte[] file = File.ReadAllBytes(Shared.Files.PathOf("big.bin"));
+        string expected = "\"" + Convert.ToBase64String(SHA256.HashData(file).AsSpan(0, 16)).TrimEnd('=').Replace('+', '-').Replace('/', '_') + "\"";
+        long before = Shared.Host.AppRequests;
+        string response = Encoding.Latin1.GetString(await LaneHost.ExchangeAsync(Shared.Host.Lane, [Encoding.ASCII.GetBytes(
+            "GET /big.bin HTTP/1.1\r\nHost: localhost\r\n\r\n" + $"GET /big.bin HTTP/1.1\r\nHost: localhost\r\nIf-None-Match: {expected}\r\nConnection: close\r\n\r\n")]));
+
+        Assert.Equal(before, Shared.Host.AppRequests);
+        Assert.StartsWith("HTTP/1.1 200 OK\r\n", response, StringComparison.Ordinal);
+        Assert.Contains($"\r\nETag: {expected}\r\n", response, StringComparison.Ordinal);
+        int notModified = response.IndexOf("HTTP/1.1 304 Not Modified\r\n", StringComparison.Ordinal);
+        Assert.True(notModified > 0, "the conditional request was not answered 304");
+        Assert.Equal(file, Encoding.Latin1.GetBytes(response[(response.IndexOf("\r\n\r\n", StringComparison.Ordinal) + 4)..notModified]));
+    }
+}
 
 /// <summary>
 /// The static lane's equivalence: one corpus of raw requests (conditionals, ranges, encodings, odd and hostile paths,
 /// request smuggling and desync attempts, pipelined bursts) sent to the same app with and without the lane, over
 /// plaintext and TLS; every response must be byte-identical except Date. Some exchanges are also split at every byte.
 /// </summary>
-public sealed class StaticLaneDifferentialTests(StaticLaneDifferentialTests.Fixture fixture) : IClassFixture<StaticLaneDifferentialTests.Fixture>
+public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTestsBase.Fixture fixture)
 {
     private const string End = "GET /__end HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     private static readonly DateTime Modified = new DateTime(2022, 3, 4, 5, 6, 7, DateTimeKind.Utc).AddTicks(7_654_321);
     private readonly Fixture _f = fixture;
 
-    public sealed class Fixture : IAsyncLifetime
+    protected Fixture Shared => _f;
+
+    public class Fixture : IAsyncLifetime
     {
         public TestFiles Files { get; } = new();
 
@@ -40,18 +97,45 @@ public sealed class StaticLaneDifferentialTests(StaticLaneDifferentialTests.Fixt
 
             File.SetLastWriteTimeUtc(Files.PathOf("page.js.gz"), Modified.AddSeconds(1));
             File.SetLastWriteTimeUtc(Files.PathOf("page.js.br"), Modified.AddSeconds(1));
-            // Directories answer with their default file (the lane serves the first name, as UseFastFiles caches it).
-            Host = await LaneHost.StartAsync(Files.Root, files: root =>
+            Host = await LaneHost.StartAsync(Files.Root, files: FilesFor, plainLane: PlainLane);
+
+            // A large file's content hash is computed in the background, by each cache on its own: the corpus starts
+            // once both the app and the lane send it, so no response depends on which finished first.
+            using var deadline = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+            byte[] head = Encoding.ASCII.GetBytes("HEAD /big.bin HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+            foreach ((Uri endpoint, bool lane) in new[] { (Host.Plain, false), (Host.Tls, false), (Host.Lane, true), (Host.LaneTls, true) })
             {
-                FastStaticFileOptions options = LaneHost.FilesFor(root);
-                options.DefaultFileNames = ["index.html"];
-                return options;
-            });
+                while (true)
+                {
+                    long before = Host.AppRequests;
+                    string response = Encoding.Latin1.GetString(await LaneHost.ExchangeAsync(endpoint, [head]));
+
+                    // Through a lane endpoint, only the lane's own answer counts (a hand-off is the app's answer).
+                    if (response.Contains("\r\nETag: ", StringComparison.Ordinal) && (!lane || Host.AppRequests == before))
+                    {
+                        break;
+                    }
+
+                    await Task.Delay(20, deadline.Token);
+                }
+            }
+
             RawResponse data = await RawHttp.SendAsync(Host.Plain, "/data.txt");
             ETag = data.Headers["ETag"];
             RawResponse gz = await RawHttp.SendAsync(Host.Plain, "/page.js", extraHeaders: "Accept-Encoding: gzip\r\n");
             GzETag = gz.Headers["ETag"];
         }
+
+        // Directories answer with their default file (the lane serves the first name, as UseFastFiles caches it).
+        protected virtual FastStaticFileOptions FilesFor(string root)
+        {
+            FastStaticFileOptions options = LaneHost.FilesFor(root);
+            options.DefaultFileNames = ["index.html"];
+            return options;
+        }
+
+        /// <summary>Connection middlewares outside the lane on its plaintext endpoint; none by default.</summary>
+        protected virtual Action<ListenOptions>? PlainLane => null;
 
         public async Task DisposeAsync()
         {
