@@ -27,11 +27,7 @@ public sealed class ClientResetLoggingTests
         TestHost host = await TestHost.StartAsync(
             app =>
             {
-                app.Map("/stock-on-fast", branch =>
-                {
-                    branch.UseFastSendFile();
-                    branch.UseStaticFiles(new StaticFileOptions { FileProvider = new PhysicalFileProvider(files.Root), ServeUnknownFileTypes = true });
-                });
+                StockOnFast.Map(app, files.Root);
                 app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(files.Root), ServeUnknownFileTypes = true });
             },
             services => services.AddSingleton<ILoggerProvider>(logs));

@@ -28,11 +28,7 @@ public sealed class ResetAndTruncationTests(ResetAndTruncationTests.Fixture fixt
             {
                 Recorder.Install(app);
                 // The stock middleware on top of FastFiles' SendFileAsync, for the same scenarios.
-                app.Map("/stock-on-fast", branch =>
-                {
-                    branch.UseFastSendFile();
-                    branch.UseStaticFiles(new StaticFileOptions { FileProvider = new PhysicalFileProvider(Files.Root), ServeUnknownFileTypes = true });
-                });
+                StockOnFast.Map(app, Files.Root);
                 app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(Files.Root), ServeUnknownFileTypes = true });
             });
         }

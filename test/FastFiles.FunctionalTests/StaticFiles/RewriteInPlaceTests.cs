@@ -46,11 +46,7 @@ public sealed class RewriteInPlaceTests(RewriteInPlaceTests.Fixture fixture) : I
                 app =>
                 {
                     Recorder.Install(app);
-                    app.Map("/stock-on-fast", branch =>
-                    {
-                        branch.UseFastSendFile();
-                        branch.UseStaticFiles(new StaticFileOptions { FileProvider = new PhysicalFileProvider(Files.Root), ServeUnknownFileTypes = true });
-                    });
+                    StockOnFast.Map(app, Files.Root);
                     // The file result opens the file for this response (no cache); the middleware below leases the cache's
                     // open descriptor.
                     app.MapGet("/result/{name}", (string name) => FastResults.PhysicalFile(Files.PathOf(name)));

@@ -37,11 +37,7 @@ public sealed class SlowReaderTests(SlowReaderTests.Fixture fixture) : IClassFix
                 app =>
                 {
                     Recorder.Install(app);
-                    app.Map("/stock-on-fast", branch =>
-                    {
-                        branch.UseFastSendFile();
-                        branch.UseStaticFiles(new StaticFileOptions { FileProvider = new PhysicalFileProvider(Files.Root), ServeUnknownFileTypes = true });
-                    });
+                    StockOnFast.Map(app, Files.Root);
                     app.Map("/stock", branch => branch.UseStaticFiles(new StaticFileOptions { FileProvider = new PhysicalFileProvider(Files.Root), ServeUnknownFileTypes = true }));
                     app.MapGet("/result/{name}", (string name) => FastResults.PhysicalFile(Files.PathOf(name)));
                     app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(Files.Root), ServeUnknownFileTypes = true });
