@@ -57,7 +57,9 @@ internal sealed class SendPathConnectionMiddleware
 
         IDuplexPipe original = context.Transport;
         var writer = new SendPathWriter(context, socket, _options, _metrics, _logger);
-        context.Transport = new SendPathDuplexPipe(original.Input, writer);
+        var input = new SendPathInput(original.Input);
+        writer.AttachInput(input);
+        context.Transport = new SendPathDuplexPipe(input, writer);
         context.Features.Set<IZeroCopyFileSender>(writer);
         try
         {

@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.IO.Pipelines;
 using System.Net.Sockets;
+using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 using FastFiles.Diagnostics;
 using FastFiles.Files;
@@ -66,7 +67,33 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             return new ValueTask<FileSendStatus?>((FileSendStatus?)null);
         }
 
-        return SendAsync(features, writer!, file, stamp, offset, count, cancellationToken);
+        lock (_sync)
+        {
+            if (_batchSending)
+            {
+                // Earlier pipelined responses are still leaving from the thread pool; this body is copied behind them.
+                Fallback("batch_in_flight", count);
+                return new ValueTask<FileSendStatus?>((FileSendStatus?)null);
+            }
+
+            _ownerSending = true;
+        }
+
+        return SendOwnedAsync(features, writer!, file, stamp, offset, count, cancellationToken);
+    }
+
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    private async ValueTask<FileSendStatus?> SendOwnedAsync(
+        IFeatureCollection features, PipeWriter writer, SafeFileHandle file, FileStamp? stamp, long offset, long count, CancellationToken cancellationToken)
+    {
+        try
+        {
+            return await SendAsync(features, writer, file, stamp, offset, count, cancellationToken);
+        }
+        finally
+        {
+            EndOwnerSend();
+        }
     }
 
     public void Copied(long count) => _metrics.SendPathSent(count, sendfile: false);
@@ -245,7 +272,13 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             file.DangerousAddRef(ref fileAdded);
 
             // MSG_MORE: the headers wait for the body's first bytes, so both leave in one packet.
-            if (!SendQueuedInline(more: true))
+            bool queuedSent;
+            lock (_sync)
+            {
+                queuedSent = SendQueuedInline(more: true);
+            }
+
+            if (!queuedSent)
             {
                 await SendQueuedAsync();
             }

@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using FastFiles.Files;
 using FastFiles.IO;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
@@ -17,16 +18,32 @@ internal sealed partial class SendPathWriter
     /// <paramref name="offset"/>, checking before the final chunk that the file still has <paramref name="stamp"/> (the
     /// version the head describes). Anything but <see cref="FileSendStatus.Completed"/> means the connection was aborted.
     /// </summary>
-    public ValueTask<FileSendStatus?> SendAfterWrittenAsync(SafeFileHandle file, FileStamp stamp, long offset, long count, MinDataRate? rate)
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    public async ValueTask<FileSendStatus?> SendAfterWrittenAsync(SafeFileHandle file, FileStamp stamp, long offset, long count, MinDataRate? rate)
     {
         CommitTail();
         _unflushed = 0;
-        if (_failed || _released)
-        {
-            DropQueued();
-            return new ValueTask<FileSendStatus?>(FileSendStatus.ClientDisconnected);
-        }
 
-        return SendHoleAsync(file, stamp, offset, count, rate);
+        // The lane flushes while it holds the input, so it never holds a flush back for a batch; taking the socket is
+        // immediate unless that changes.
+        await BeginOwnerSendAsync();
+        try
+        {
+            if (_failed || _released)
+            {
+                lock (_sync)
+                {
+                    DropQueued();
+                }
+
+                return FileSendStatus.ClientDisconnected;
+            }
+
+            return await SendHoleAsync(file, stamp, offset, count, rate);
+        }
+        finally
+        {
+            EndOwnerSend();
+        }
     }
 }

@@ -2,6 +2,7 @@ using System.IO.Pipelines;
 using System.Net.Sockets;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
+using System.Threading.Tasks.Sources;
 using FastFiles.Diagnostics;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Connections;
@@ -19,9 +20,12 @@ namespace FastFiles.Connections.SendPath;
 /// </summary>
 /// <remarks>
 /// Only Kestrel's request processing writes here, one call at a time: Kestrel's <c>ConcurrentPipeWriter</c> buffers
-/// its own writes while one of our flushes is pending, so no write overlaps a flush.
+/// its own writes while one of our flushes is pending, so no write overlaps a flush. The one other thread is the
+/// batching send (<see cref="IThreadPoolWorkItem.Execute"/>): a flush made while a pipelined request is already in the
+/// input is held back and sent from the thread pool, so the responses Kestrel writes meanwhile leave in the same
+/// sendmsg(2). The queue of blocks and who sends it are guarded by <c>_sync</c>.
 /// </remarks>
-internal sealed partial class SendPathWriter : PipeWriter
+internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, IValueTaskSource<FlushResult>
 {
     // At most this many blocks per sendmsg(2); Kestrel flushes at least every 64 KiB (4 blocks), so more is rare.
     private const int MaxVectors = 64;
@@ -29,6 +33,10 @@ internal sealed partial class SendPathWriter : PipeWriter
     private static readonly FlushResult Done = new(isCanceled: false, isCompleted: false);
     private static readonly FlushResult Closed = new(isCanceled: false, isCompleted: true);
     private static readonly FlushResult Canceled = new(isCanceled: true, isCompleted: false);
+
+    // At most this many bytes wait for the batching send: Kestrel's default MaxResponseBufferSize, the memory Kestrel's
+    // own output holds per connection before a flush waits.
+    private const long MaxBatchBytes = 64 * 1024;
 
     private readonly ConnectionContext _connection;
     private readonly Socket _socket;
@@ -38,7 +46,20 @@ internal sealed partial class SendPathWriter : PipeWriter
 
     // Committed blocks not yet sent; the first may be partly sent (_sentInFirst).
     private readonly List<(byte[] Block, int Length)> _queued = [];
+    private readonly Lock _sync = new();
+    private long _queuedBytes;
     private int _sentInFirst;
+
+    // Who sends: the batching send is queued to the thread pool (_batchQueued) or waiting for socket room
+    // (_batchSending); Kestrel's side is in a send that may wait (_ownerSending). At most one of the two sends.
+    private SendPathInput? _input;
+    private bool _batchQueued;
+    private bool _batchSending;
+    private bool _ownerSending;
+
+    // A Kestrel flush (or the final drain) waiting for the batching send to finish.
+    private ManualResetValueTaskSourceCore<FlushResult> _batchDone = new() { RunContinuationsAsynchronously = true };
+    private bool _waitingForBatch;
     private byte[]? _tail;
     private int _tailLength;
     private long _unflushed;
@@ -50,6 +71,7 @@ internal sealed partial class SendPathWriter : PipeWriter
     public SendPathWriter(ConnectionContext connection, Socket socket, ZeroCopySendFileOptions settings, FastFilesMetrics metrics, ILogger logger)
     {
         _connection = connection;
+        _batchDone.Reset();
         _socket = socket;
         _socketHandle = socket.SafeHandle;
         _settings = settings;
@@ -126,7 +148,11 @@ internal sealed partial class SendPathWriter : PipeWriter
 
         if (_tailLength > 0)
         {
-            _queued.Add((_tail, _tailLength));
+            lock (_sync)
+            {
+                _queued.Add((_tail, _tailLength));
+                _queuedBytes += _tailLength;
+            }
         }
         else
         {
@@ -136,6 +162,9 @@ internal sealed partial class SendPathWriter : PipeWriter
         _tail = null;
         _tailLength = 0;
     }
+
+    /// <summary>Gives the writer the connection's input, so a flush can see a pipelined request already waiting.</summary>
+    public void AttachInput(SendPathInput input) => _input = input;
 
     public override ValueTask<FlushResult> FlushAsync(CancellationToken cancellationToken = default)
     {
@@ -147,21 +176,55 @@ internal sealed partial class SendPathWriter : PipeWriter
 
         CommitTail();
         _unflushed = 0;
-        if (_failed || _released)
+        lock (_sync)
         {
-            DropQueued();
-            return new ValueTask<FlushResult>(Closed);
-        }
+            if (_failed || _released)
+            {
+                if (!_batchSending)
+                {
+                    DropQueued();
+                }
 
-        // A hole is being set up: the headers wait so they leave in the same packet as the file's first bytes.
-        if (_holding || _queued.Count == 0)
-        {
-            return new ValueTask<FlushResult>(Done);
-        }
+                return new ValueTask<FlushResult>(Closed);
+            }
 
-        if (SendQueuedInline(more: false))
-        {
-            return new ValueTask<FlushResult>(_failed ? Closed : Done);
+            // A hole is being set up: the headers wait so they leave in the same packet as the file's first bytes.
+            if (_holding || _queued.Count == 0)
+            {
+                return new ValueTask<FlushResult>(Done);
+            }
+
+            if (_batchSending || _batchQueued)
+            {
+                // The batching send takes these bytes too: it sends until nothing is queued. Past the bound, wait for it
+                // (or, if it has not started, send now: it will find nothing or only what comes later).
+                if (_queuedBytes <= MaxBatchBytes)
+                {
+                    return new ValueTask<FlushResult>(Done);
+                }
+
+                if (_batchSending)
+                {
+                    _waitingForBatch = true;
+                    return new ValueTask<FlushResult>(this, _batchDone.Version);
+                }
+            }
+            else if (_input is { UnexaminedInput: true } && _queuedBytes <= MaxBatchBytes)
+            {
+                // Kestrel will parse the next pipelined request at once: one send on the thread pool takes this response
+                // and those written before it runs, instead of one sendmsg(2) per response (16 deep pipelined 1 KiB
+                // responses: see benchmarks/results/sendpath-batch-2026-11-24).
+                _batchQueued = true;
+                ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
+                return new ValueTask<FlushResult>(Done);
+            }
+
+            if (SendQueuedInline(more: false))
+            {
+                return new ValueTask<FlushResult>(_failed ? Closed : Done);
+            }
+
+            _ownerSending = true;
         }
 
         return FlushSlowAsync();
@@ -171,7 +234,15 @@ internal sealed partial class SendPathWriter : PipeWriter
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
     private async ValueTask<FlushResult> FlushSlowAsync()
     {
-        await SendQueuedAsync();
+        try
+        {
+            await SendQueuedAsync();
+        }
+        finally
+        {
+            EndOwnerSend();
+        }
+
         if (_cancelRequested)
         {
             _cancelRequested = false;
@@ -181,16 +252,140 @@ internal sealed partial class SendPathWriter : PipeWriter
         return _failed ? Closed : Done;
     }
 
-    /// <summary>Sends everything queued, waiting for the socket when it is full. Never throws; a failure sets <see cref="Failed"/>.</summary>
+    /// <summary>The batching send: everything queued, from the thread pool, unless Kestrel's side is sending itself.</summary>
+    void IThreadPoolWorkItem.Execute()
+    {
+        lock (_sync)
+        {
+            _batchQueued = false;
+            if (_failed || _released || _holding || _ownerSending || _queued.Count == 0 || SendQueuedInline(more: false))
+            {
+                return;
+            }
+
+            _batchSending = true;
+        }
+
+        _ = SendBatchSlowAsync();
+    }
+
+    private async Task SendBatchSlowAsync()
+    {
+        try
+        {
+            await SendQueuedAsync();
+        }
+        finally
+        {
+            lock (_sync)
+            {
+                _batchSending = false;
+                if (_waitingForBatch)
+                {
+                    _waitingForBatch = false;
+                    _batchDone.SetResult(_failed ? Closed : Done);
+                }
+            }
+        }
+    }
+
+    /// <summary>
+    /// Takes the socket for a send from Kestrel's side that may wait (the final drain, a file body), after a batching
+    /// send in flight has finished. Paired with <see cref="EndOwnerSend"/>.
+    /// </summary>
+    private ValueTask BeginOwnerSendAsync()
+    {
+        lock (_sync)
+        {
+            if (!_batchSending)
+            {
+                _ownerSending = true;
+                return default;
+            }
+
+            _waitingForBatch = true;
+        }
+
+        return WaitThenOwnAsync();
+    }
+
+    private async ValueTask WaitThenOwnAsync()
+    {
+        while (true)
+        {
+            await new ValueTask<FlushResult>(this, _batchDone.Version);
+            lock (_sync)
+            {
+                if (!_batchSending)
+                {
+                    _ownerSending = true;
+                    return;
+                }
+
+                _waitingForBatch = true;
+            }
+        }
+    }
+
+    private void EndOwnerSend()
+    {
+        lock (_sync)
+        {
+            _ownerSending = false;
+
+            // Bytes held back for a batch while this send ran go out with the next one.
+            if (_queued.Count > 0 && !_batchQueued && !_failed && !_released)
+            {
+                _batchQueued = true;
+                ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
+            }
+        }
+    }
+
+    FlushResult IValueTaskSource<FlushResult>.GetResult(short token)
+    {
+        try
+        {
+            return _batchDone.GetResult(token);
+        }
+        finally
+        {
+            _batchDone.Reset();
+        }
+    }
+
+    ValueTaskSourceStatus IValueTaskSource<FlushResult>.GetStatus(short token) => _batchDone.GetStatus(token);
+
+    void IValueTaskSource<FlushResult>.OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags)
+        => _batchDone.OnCompleted(continuation, state, token, flags);
+
+    /// <summary>
+    /// Sends everything queued, waiting for the socket when it is full. Never throws; a failure sets <see cref="Failed"/>.
+    /// The caller is the one sender (<c>_ownerSending</c> or <c>_batchSending</c>), so the first block stays queued while
+    /// its send waits.
+    /// </summary>
     private async ValueTask SendQueuedAsync()
     {
-        while (!_failed && _queued.Count > 0 && !SendQueuedInline(more: false))
+        while (true)
         {
-            (byte[] block, int length) = _queued[0];
+            byte[] block;
+            int from;
+            int length;
+            lock (_sync)
+            {
+                if (_failed || _queued.Count == 0 || SendQueuedInline(more: false))
+                {
+                    return;
+                }
+
+                (block, length) = _queued[0];
+                from = _sentInFirst;
+            }
+
             try
             {
                 // Sends the rest of the first block once the socket has room (the runtime loops until all of it is sent).
-                await _socket.SendAsync(block.AsMemory(_sentInFirst, length - _sentInFirst), SocketFlags.None);
+                await _socket.SendAsync(block.AsMemory(from, length - from), SocketFlags.None);
             }
             catch (Exception ex) when (ex is SocketException or ObjectDisposedException or NotSupportedException or InvalidOperationException)
             {
@@ -198,16 +393,20 @@ internal sealed partial class SendPathWriter : PipeWriter
                 return;
             }
 
-            _queued.RemoveAt(0);
-            _sentInFirst = 0;
-            BlockPool.Return(block);
+            lock (_sync)
+            {
+                _queued.RemoveAt(0);
+                _queuedBytes -= length - from;
+                _sentInFirst = 0;
+                BlockPool.Return(block);
+            }
         }
     }
 
     /// <summary>
     /// One non-blocking sendmsg(2) per round over the queued blocks until all are sent (true) or the socket is full
     /// (false). With <paramref name="more"/>, MSG_MORE tells TCP that more follows (the file), so headers are not sent
-    /// alone. A failure sets <see cref="Failed"/> and returns true.
+    /// alone. A failure sets <see cref="Failed"/> and returns true. Called with <c>_sync</c> held.
     /// </summary>
     private unsafe bool SendQueuedInline(bool more)
     {
@@ -278,6 +477,7 @@ internal sealed partial class SendPathWriter : PipeWriter
 
     private void Consume(long sent)
     {
+        _queuedBytes -= sent;
         while (sent > 0)
         {
             (byte[] block, int length) = _queued[0];
@@ -307,19 +507,46 @@ internal sealed partial class SendPathWriter : PipeWriter
     public ValueTask DrainAsync()
     {
         CommitTail();
-        return _failed || _queued.Count == 0 ? default : SendQueuedAsync();
+        lock (_sync)
+        {
+            if (!_batchSending && (_failed || _queued.Count == 0))
+            {
+                return default;
+            }
+        }
+
+        return DrainSlowAsync();
+    }
+
+    private async ValueTask DrainSlowAsync()
+    {
+        await BeginOwnerSendAsync();
+        try
+        {
+            await SendQueuedAsync();
+        }
+        finally
+        {
+            lock (_sync)
+            {
+                _ownerSending = false;
+            }
+        }
     }
 
     /// <summary>Returns every block to the pool. Called last, when nothing can write or send any more.</summary>
     public void Release()
     {
-        _released = true;
-        CommitTail();
-        DropQueued();
-        if (_tail is not null)
+        lock (_sync)
         {
-            BlockPool.Return(_tail);
-            _tail = null;
+            _released = true;
+            CommitTail();
+            DropQueued();
+            if (_tail is not null)
+            {
+                BlockPool.Return(_tail);
+                _tail = null;
+            }
         }
 
         _holeWait?.Dispose();
@@ -334,6 +561,7 @@ internal sealed partial class SendPathWriter : PipeWriter
         }
 
         _queued.Clear();
+        _queuedBytes = 0;
         _sentInFirst = 0;
     }
 
@@ -349,7 +577,12 @@ internal sealed partial class SendPathWriter : PipeWriter
         }
 
         _failed = true;
-        DropQueued();
+        lock (_sync)
+        {
+            // Only the one sender fails a send, so no send of ours is using a queued block.
+            DropQueued();
+        }
+
         Log.SendPathSendFailed(_logger, _connection.ConnectionId, reason.Message);
         _connection.Abort(new ConnectionAbortedException("The send path could not send to the socket.", reason));
     }
