@@ -119,19 +119,24 @@ public sealed partial class SendPathBatchingTests(SendPathBatchingTests.Fixture 
             var reader = new HttpConnectionReader(stream);
             using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(30));
 
-            // One write: the first response is flushed while the second request is already in Kestrel's input.
+            // One write: the responses before /gate are flushed while the next request is already in Kestrel's input
+            // (from the second on, the input has been read without waiting, so the flush is held for a batch).
             await socket.SendAsync(Encoding.ASCII.GetBytes(
-                $"GET /bytes/{1000 + i} HTTP/1.1\r\nHost: {host}\r\n\r\nGET /gate HTTP/1.1\r\nHost: {host}\r\n\r\n"));
+                $"GET /bytes/{1000 + i} HTTP/1.1\r\nHost: {host}\r\n\r\n" +
+                $"GET /bytes/{2000 + i} HTTP/1.1\r\nHost: {host}\r\n\r\n" +
+                $"GET /gate HTTP/1.1\r\nHost: {host}\r\n\r\n"));
 
-            // The first response arrives whole while the second request is still waiting for its gate.
+            // Both arrive whole while the last request is still waiting for its gate.
             var first = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
-            Assert.Equal(200, first.Status);
             Assert.Equal(1000 + i, first.Body.Length);
+            var second = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
+            Assert.Equal(200, second.Status);
+            Assert.Equal(2000 + i, second.Body.Length);
             Assert.False(_f.Gate.Task.IsCompleted);
 
             _f.Gate.SetResult();
-            var second = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
-            Assert.Equal("opened", Encoding.ASCII.GetString(second.Body));
+            var third = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
+            Assert.Equal("opened", Encoding.ASCII.GetString(third.Body));
         }
     }
 

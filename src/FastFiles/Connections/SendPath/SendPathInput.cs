@@ -1,6 +1,5 @@
 using System.Buffers;
 using System.IO.Pipelines;
-using System.Runtime.CompilerServices;
 
 namespace FastFiles.Connections.SendPath;
 
@@ -43,22 +42,19 @@ internal sealed class SendPathInput(PipeReader inner) : PipeReader
             return new ValueTask<ReadResult>(result);
         }
 
-        return ReadSlowAsync(read);
-    }
-
-    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
-    private async ValueTask<ReadResult> ReadSlowAsync(ValueTask<ReadResult> read)
-    {
-        ReadResult result = await read.ConfigureAwait(false);
-        _buffer = result.Buffer;
-        return result;
+        // A read that waits is handed back as is: no continuation of ours on every request's path. The buffer it
+        // returns is not known, so the advance after it reports nothing unexamined; the next reads of a pipelined
+        // burst complete at once and are seen.
+        _buffer = default;
+        return read;
     }
 
     public override void AdvanceTo(SequencePosition consumed) => AdvanceTo(consumed, consumed);
 
     public override void AdvanceTo(SequencePosition consumed, SequencePosition examined)
     {
-        // Measured before the inner advance, which may return the buffer's segments to their pool.
+        // Measured before the inner advance, which may return the buffer's segments to their pool. An advance
+        // without a buffer seen here (after a read that waited) may still be valid for the inner reader.
         ReadOnlySequence<byte> buffer = _buffer;
         _buffer = default;
         UnexaminedInput = !buffer.IsEmpty && buffer.GetOffset(examined) - buffer.GetOffset(buffer.Start) < buffer.Length;
