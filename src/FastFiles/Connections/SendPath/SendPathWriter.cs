@@ -141,6 +141,18 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
 
     private void CommitTail()
     {
+        if (_tail is not null)
+        {
+            lock (_sync)
+            {
+                QueueTail();
+            }
+        }
+    }
+
+    /// <summary>Appends the written tail to the queue; the caller holds <c>_sync</c>.</summary>
+    private void QueueTail()
+    {
         if (_tail is null)
         {
             return;
@@ -148,11 +160,8 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
 
         if (_tailLength > 0)
         {
-            lock (_sync)
-            {
-                _queued.Add((_tail, _tailLength));
-                _queuedBytes += _tailLength;
-            }
+            _queued.Add((_tail, _tailLength));
+            _queuedBytes += _tailLength;
         }
         else
         {
@@ -174,10 +183,10 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
             return new ValueTask<FlushResult>(Canceled);
         }
 
-        CommitTail();
         _unflushed = 0;
         lock (_sync)
         {
+            QueueTail();
             if (_failed || _released)
             {
                 if (!_batchSending)
