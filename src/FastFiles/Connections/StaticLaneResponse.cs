@@ -35,24 +35,58 @@ internal sealed class StaticLaneResponse
         Version = version;
         Body = version.Content;
 
-        // Read once: a content-hash tag may arrive while this is built, and the bytes must carry the tag they were built with.
-        ETag = version.ETag;
+        // The fields and values come from the same plans the middleware applies to Kestrel's headers; only the byte
+        // layout (Kestrel's order) is the lane's. The 304 takes its values from the 200, so both carry the tag read once
+        // (a content-hash tag may arrive while this is built).
+        FileResponsePlan ok = FileResponsePlan.Representation(version, settings);
+        FileResponsePlan notModified = ok.AsNotModified();
+        ETag = ok.ETag;
         byte[] server = serverHeader ? ServerKestrel : [];
-        _okHead = Ascii($"HTTP/1.1 200 OK\r\nContent-Length: {version.Length}\r\n");
-        _contentType = settings.ContentType is null ? [] : Ascii($"Content-Type: {settings.ContentType}\r\n");
+        _okHead = Ascii(string.Create(CultureInfo.InvariantCulture, $"HTTP/1.1 200 OK\r\nContent-Length: {ok.ContentLength}\r\n"));
+        _contentType = ok.ContentType is null ? [] : Ascii($"Content-Type: {ok.ContentType}\r\n");
+        _okTail = [.. server, .. Ascii(FieldsAfterServer(ok, contentRangeAt: false) + "\r\n")];
+        _notModifiedTail = [.. server, .. Ascii(FieldsAfterServer(notModified, contentRangeAt: false) + "\r\n")];
 
-        // FileResponder's fields, in Kestrel's order after Server.
-        string acceptRanges = settings.EnableRangeProcessing ? "Accept-Ranges: bytes\r\n" : string.Empty;
-        string cacheControl = settings.CacheControl is null ? string.Empty : $"Cache-Control: {settings.CacheControl}\r\n";
-        string encoding = version.ContentEncoding is null ? string.Empty : $"Content-Encoding: {version.ContentEncoding}\r\n";
-        string validators = $"ETag: {ETag}\r\nLast-Modified: {version.LastModifiedHeader}\r\n";
-        string vary = settings.VaryAcceptEncoding ? "Vary: Accept-Encoding\r\n" : string.Empty;
-        _okTail = [.. server, .. Ascii(acceptRanges + cacheControl + encoding + validators + vary + "\r\n")];
-        _notModifiedTail = [.. server, .. Ascii(cacheControl + validators + vary + "\r\n")];
-        _partialMiddle = [.. server, .. Ascii(acceptRanges + cacheControl + encoding + "Content-Range: bytes ")];
-        _partialTail = Ascii(validators + vary + "\r\n");
+        // A 206 carries the 200's fields plus Content-Range, written per request where the name order puts it.
+        string partial = FieldsAfterServer(ok, contentRangeAt: true);
+        int range = partial.IndexOf(ContentRangeMark, StringComparison.Ordinal);
+        _partialMiddle = [.. server, .. Ascii(partial[..range] + "Content-Range: bytes ")];
+        _partialTail = Ascii(partial[(range + ContentRangeMark.Length)..] + "\r\n");
         _lengthSuffix = Ascii(string.Create(CultureInfo.InvariantCulture, $"/{version.Length}\r\n"));
         _unsatisfiableTail = [.. server, .. Ascii(string.Create(CultureInfo.InvariantCulture, $"Content-Range: bytes */{version.Length}\r\n\r\n"))];
+    }
+
+    private const string ContentRangeMark = "\0range\0";
+
+    /// <summary>
+    /// The plan's fields that Kestrel writes after Server, in its order: its known fields by name (Accept-Ranges,
+    /// Cache-Control, Content-Encoding, Content-Range, ETag, Last-Modified, Vary), then the others (Content-Disposition).
+    /// With <paramref name="contentRangeAt"/>, a mark stands where Content-Range goes.
+    /// </summary>
+    private static string FieldsAfterServer(in FileResponsePlan plan, bool contentRangeAt)
+    {
+        var fields = new StringBuilder();
+        Field(fields, "Accept-Ranges", plan.AcceptRanges);
+        Field(fields, "Cache-Control", plan.CacheControl);
+        Field(fields, "Content-Encoding", plan.ContentEncoding);
+        if (contentRangeAt)
+        {
+            fields.Append(ContentRangeMark);
+        }
+
+        Field(fields, "ETag", plan.ETag);
+        Field(fields, "Last-Modified", plan.LastModified);
+        Field(fields, "Vary", plan.Vary);
+        Field(fields, "Content-Disposition", plan.ContentDisposition);
+        return fields.ToString();
+    }
+
+    private static void Field(StringBuilder fields, string name, string? value)
+    {
+        if (value is not null)
+        {
+            fields.Append(name).Append(": ").Append(value).Append("\r\n");
+        }
     }
 
     public FileVersion Version { get; }

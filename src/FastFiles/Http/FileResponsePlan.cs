@@ -85,15 +85,7 @@ internal readonly struct FileResponsePlan
                 // RFC 9110 15.5.17: say how long the representation is.
                 return new FileResponsePlan { StatusCode = status, ContentRange = string.Create(CultureInfo.InvariantCulture, $"bytes */{file.Length}") };
             case StatusCodes.Status304NotModified:
-                // RFC 9110 15.4.5: the validators and caching fields a 200 would have carried.
-                return new FileResponsePlan
-                {
-                    StatusCode = status,
-                    ETag = reuseStrings ? file.ETag : file.FreshETag(),
-                    LastModified = reuseStrings ? file.LastModifiedHeader : file.FreshLastModifiedHeader(),
-                    CacheControl = settings.CacheControl,
-                    Vary = settings.VaryAcceptEncoding ? VaryAcceptEncoding : null,
-                };
+                return NotModified(file, settings, reuseStrings);
         }
 
         MultipartByteRanges? multipart = ranges is null ? null : MultipartByteRanges.Create(ranges, file.Length, settings.ContentType);
@@ -107,25 +99,61 @@ internal readonly struct FileResponsePlan
             : file.Content is not null ? ResponseBody.CachedBytes
             : file.Handle is not null || file.PhysicalPath is not null ? ResponseBody.FileHandle
             : ResponseBody.Stream;
-        return new FileResponsePlan
-        {
-            StatusCode = status,
-            Start = start,
-            ContentLength = count,
-            Body = body,
-            ETag = reuseStrings ? file.ETag : file.FreshETag(),
-            LastModified = reuseStrings ? file.LastModifiedHeader : file.FreshLastModifiedHeader(),
-            CacheControl = settings.CacheControl,
-            Vary = settings.VaryAcceptEncoding ? VaryAcceptEncoding : null,
-            // RFC 9110 14.6: with several parts the media type moves into each part.
-            ContentType = multipart?.ContentType ?? settings.ContentType,
-            AcceptRanges = settings.EnableRangeProcessing ? AcceptRangesBytes : null,
-            ContentEncoding = file.ContentEncoding,
-            ContentDisposition = settings.ContentDisposition,
-            Multipart = multipart,
-            ContentRange = multipart is null && status == StatusCodes.Status206PartialContent
-                ? string.Create(CultureInfo.InvariantCulture, $"bytes {start}-{start + count - 1}/{file.Length}")
-                : null,
-        };
+        return Content(file, settings, reuseStrings, status, start, count, body, multipart);
     }
+
+    /// <summary>
+    /// The 200 for the whole representation (an unconditional GET): every header field FastFiles sets on it. A sender
+    /// that prebuilds response bytes (the static lane) renders them from this plan and <see cref="NotModified"/>, so
+    /// the fields and their values are decided here once for every sender.
+    /// </summary>
+    public static FileResponsePlan Representation(FileVersion file, in FileResponseSettings settings)
+        => Content(
+            file,
+            settings,
+            reuseStrings: true,
+            StatusCodes.Status200OK,
+            start: 0,
+            file.Length,
+            file.Length == 0 ? ResponseBody.None : file.Content is not null ? ResponseBody.CachedBytes : ResponseBody.FileHandle,
+            multipart: null);
+
+    /// <summary>304: the validators and caching fields a 200 would have carried (RFC 9110 15.4.5).</summary>
+    public static FileResponsePlan NotModified(FileVersion file, in FileResponseSettings settings, bool reuseStrings = true)
+        => Content(file, settings, reuseStrings, StatusCodes.Status200OK, 0, file.Length, ResponseBody.None, multipart: null).AsNotModified();
+
+    /// <summary>
+    /// The 304 for the representation this 200 describes, with its very field values (a version's tag can change
+    /// once, when its content hash arrives; both prebuilt responses must carry the same one).
+    /// </summary>
+    public FileResponsePlan AsNotModified() => new()
+    {
+        StatusCode = StatusCodes.Status304NotModified,
+        ETag = ETag,
+        LastModified = LastModified,
+        CacheControl = CacheControl,
+        Vary = Vary,
+    };
+
+    private static FileResponsePlan Content(
+        FileVersion file, in FileResponseSettings settings, bool reuseStrings, int status, long start, long count, ResponseBody body, MultipartByteRanges? multipart) => new()
+    {
+        StatusCode = status,
+        Start = start,
+        ContentLength = count,
+        Body = body,
+        ETag = reuseStrings ? file.ETag : file.FreshETag(),
+        LastModified = reuseStrings ? file.LastModifiedHeader : file.FreshLastModifiedHeader(),
+        CacheControl = settings.CacheControl,
+        Vary = settings.VaryAcceptEncoding ? VaryAcceptEncoding : null,
+        // RFC 9110 14.6: with several parts the media type moves into each part.
+        ContentType = multipart?.ContentType ?? settings.ContentType,
+        AcceptRanges = settings.EnableRangeProcessing ? AcceptRangesBytes : null,
+        ContentEncoding = file.ContentEncoding,
+        ContentDisposition = settings.ContentDisposition,
+        Multipart = multipart,
+        ContentRange = multipart is null && status == StatusCodes.Status206PartialContent
+            ? string.Create(CultureInfo.InvariantCulture, $"bytes {start}-{start + count - 1}/{file.Length}")
+            : null,
+    };
 }

@@ -77,6 +77,19 @@ public sealed class FileResponsePlanTests : IDisposable
     }
 
     [Fact]
+    public void Prebuilt_plans_are_the_ones_a_request_gets()
+    {
+        // The static lane renders its bytes from these two; the middleware applies Create's. They must not drift apart.
+        FileResponsePlan representation = FileResponsePlan.Representation(_file, _settings);
+        FileResponsePlan get = FileResponsePlan.Create(Request(), _file, _settings, reuseStrings: true);
+        Assert.Equal(get, representation);
+
+        FileResponsePlan notModified = FileResponsePlan.Create(Request(ifNoneMatch: _file.ETag), _file, _settings, reuseStrings: true);
+        Assert.Equal(notModified, representation.AsNotModified());
+        Assert.Equal(notModified, FileResponsePlan.NotModified(_file, _settings));
+    }
+
+    [Fact]
     public void Unsatisfiable_range_says_the_length_and_nothing_else()
     {
         FileResponsePlan plan = FileResponsePlan.Create(Request(range: "bytes=5000-"), _file, _settings, reuseStrings: true);
