@@ -1,3 +1,4 @@
+using System.Buffers;
 using System.IO.Pipelines;
 using FastFiles.Files;
 using Microsoft.AspNetCore.Connections;
@@ -14,6 +15,14 @@ internal static class FileBodyWriter
     // Kestrel pauses its output at KestrelServerLimits.MaxResponseBufferSize (64 KiB by default); flushing at
     // that granularity lets the transport start sending while we read on, without a flush per read.
     internal const int FlushThreshold = 64 * 1024;
+
+    // Bodies read with hints over Kestrel's block at once (see WriteAsync): 12 per core leaves ArrayPool.Shared's 32
+    // arrays per size and core for one or two each.
+    private static readonly int MaxLargeReaders = 12 * Environment.ProcessorCount;
+    private static int s_largeReaders;
+
+    /// <summary>How many bodies are being read with hints over Kestrel's block right now.</summary>
+    internal static int LargeReaders => Volatile.Read(ref s_largeReaders);
 
     /// <summary>
     /// Writes <paramref name="count"/> bytes of <paramref name="file"/> starting at <paramref name="offset"/>.
@@ -40,11 +49,26 @@ internal static class FileBodyWriter
             return new ValueTask<FileSendStatus>(FileSendStatus.Completed);
         }
 
-        return WriteCoreAsync(writer, file, stamp, offset, count, bufferSize, count <= synchronousReadThreshold, flushAtEnd, cancellationToken);
+        // Hints over Kestrel's block make its pipe rent 64 KiB arrays from ArrayPool.Shared, which keeps 32 per size and
+        // core; each body being written holds one or two until they are sent. Past MaxLargeReaders bodies at once the
+        // pool runs dry and every read allocates a fresh array: 256 connections downloading 1 MiB allocated 800 KB per
+        // response and ran at 0.46x stock (benchmarks/results/sendfile-final-2026-11-24). Those bodies are staged: the
+        // same large reads into one array rented for the read and returned at once, copied into Kestrel's blocks (4 KiB
+        // reads straight into the blocks instead halved 1 MiB throughput: 16 system calls per 64 KiB).
+        bool large = bufferSize > ReadSizePolicy.KestrelBlockSize;
+        bool staged = false;
+        if (large && Interlocked.Increment(ref s_largeReaders) > MaxLargeReaders)
+        {
+            Interlocked.Decrement(ref s_largeReaders);
+            large = false;
+            staged = true;
+        }
+
+        return WriteCoreAsync(writer, file, stamp, offset, count, bufferSize, count <= synchronousReadThreshold, flushAtEnd, large, staged, cancellationToken);
     }
 
     private static async ValueTask<FileSendStatus> WriteCoreAsync(
-        PipeWriter writer, SafeFileHandle file, FileStamp? stamp, long offset, long count, int bufferSize, bool synchronousReads, bool flushAtEnd, CancellationToken cancellationToken)
+        PipeWriter writer, SafeFileHandle file, FileStamp? stamp, long offset, long count, int bufferSize, bool synchronousReads, bool flushAtEnd, bool large, bool staged, CancellationToken cancellationToken)
     {
         long remaining = count;
         bool flushed = false;
@@ -61,11 +85,11 @@ internal static class FileBodyWriter
                 int read;
                 if (synchronousReads)
                 {
-                    read = ReadBatch(writer, file, offset, batch, bufferSize);
+                    read = ReadBatch(writer, file, offset, batch, bufferSize, staged);
                 }
                 else
                 {
-                    state ??= new BatchState(writer, file, bufferSize);
+                    state ??= new BatchState(writer, file, bufferSize, staged);
                     state.Offset = offset;
                     state.Count = batch;
                     read = await Task.Factory.StartNew(BatchState.Run, state, cancellationToken, TaskCreationOptions.DenyChildAttach, TaskScheduler.Default);
@@ -105,6 +129,13 @@ internal static class FileBodyWriter
         {
             return FileSendStatus.ClientDisconnected;
         }
+        finally
+        {
+            if (large)
+            {
+                Interlocked.Decrement(ref s_largeReaders);
+            }
+        }
 
         return FileSendStatus.Completed;
     }
@@ -113,8 +144,13 @@ internal static class FileBodyWriter
     /// Reads up to <paramref name="count"/> bytes straight into the writer's memory, <paramref name="bufferSize"/>
     /// at a time, advancing after each read. Returns fewer bytes only at end of file.
     /// </summary>
-    private static int ReadBatch(PipeWriter writer, SafeFileHandle file, long offset, int count, int bufferSize)
+    private static int ReadBatch(PipeWriter writer, SafeFileHandle file, long offset, int count, int bufferSize, bool staged)
     {
+        if (staged)
+        {
+            return ReadStaged(writer, file, offset, count, bufferSize);
+        }
+
         int done = 0;
         while (done < count)
         {
@@ -140,14 +176,43 @@ internal static class FileBodyWriter
         return done;
     }
 
+    /// <summary>Reads into an array rented for the call (the thread's own ArrayPool slot) and copies into the writer.</summary>
+    private static int ReadStaged(PipeWriter writer, SafeFileHandle file, long offset, int count, int bufferSize)
+    {
+        byte[] buffer = ArrayPool<byte>.Shared.Rent(bufferSize);
+        try
+        {
+            int done = 0;
+            while (done < count)
+            {
+                int read = RandomAccess.Read(file, buffer.AsSpan(0, Math.Min(bufferSize, count - done)), offset + done);
+                if (read == 0)
+                {
+                    break;
+                }
+
+                writer.Write(buffer.AsSpan(0, read));
+                done += read;
+            }
+
+            return done;
+        }
+        finally
+        {
+            ArrayPool<byte>.Shared.Return(buffer);
+        }
+    }
+
     /// <summary>The reusable argument of one response's thread-pool batches (the writer is used by one batch at a time).</summary>
-    private sealed class BatchState(PipeWriter writer, SafeFileHandle file, int bufferSize)
+    private sealed class BatchState(PipeWriter writer, SafeFileHandle file, int bufferSize, bool staged)
     {
         public static readonly Func<object?, int> Run = static s =>
         {
             var state = (BatchState)s!;
-            return ReadBatch(state._writer, state._file, state.Offset, state.Count, state._bufferSize);
+            return ReadBatch(state._writer, state._file, state.Offset, state.Count, state._bufferSize, state._staged);
         };
+
+        private readonly bool _staged = staged;
 
         private readonly PipeWriter _writer = writer;
         private readonly SafeFileHandle _file = file;
