@@ -19,7 +19,7 @@ namespace FastFiles.Connections;
 /// </summary>
 internal sealed partial class DescriptorReserveConnectionMiddleware(ConnectionDelegate next, int reserve, FastFilesMetrics metrics, ILogger logger)
 {
-    private const string LoggerCategory = "FastFiles.Connections.DescriptorReserve";
+    public const string LoggerCategory = "FastFiles.Connections.DescriptorReserve";
     private const int RlimitNofile = 7;
 
     // One warning per burst: a burst is over after this long without one.
@@ -54,21 +54,31 @@ internal sealed partial class DescriptorReserveConnectionMiddleware(ConnectionDe
 
     public Task OnConnectionAsync(ConnectionContext context)
     {
-        if (context.Features.Get<IConnectionSocketFeature>()?.Socket is { } socket && Limit() is long limit and > 0)
+        if (TryRefuse(context, reserve, metrics, logger))
         {
-            long descriptor = (long)socket.Handle;
-            if (descriptor >= limit - reserve)
-            {
-                Refuse(context, descriptor, limit);
-                return Task.CompletedTask;
-            }
+            return Task.CompletedTask;
         }
 
         return next(context);
     }
 
-    private void Refuse(ConnectionContext context, long descriptor, long limit)
+    /// <summary>
+    /// Aborts <paramref name="context"/> (which closes its socket at once) when its socket is one of the last
+    /// <paramref name="reserve"/> descriptors, counting and logging the refusal; false, and nothing done, otherwise.
+    /// </summary>
+    public static bool TryRefuse(ConnectionContext context, int reserve, FastFilesMetrics metrics, ILogger logger)
     {
+        if (reserve <= 0 || context.Features.Get<IConnectionSocketFeature>()?.Socket is not { } socket || Limit() is not (long limit and > 0))
+        {
+            return false;
+        }
+
+        long descriptor = (long)socket.Handle;
+        if (descriptor < limit - reserve)
+        {
+            return false;
+        }
+
         metrics.ConnectionRefused();
         long now = DateTime.UtcNow.Ticks;
         long last = Interlocked.Read(ref s_lastWarningTicks);
@@ -83,6 +93,7 @@ internal sealed partial class DescriptorReserveConnectionMiddleware(ConnectionDe
 
         // Nothing has been read or written: closing frees the descriptor now.
         context.Abort(new ConnectionAbortedException("The process is within its descriptor reserve."));
+        return true;
     }
 
     private static long Limit()

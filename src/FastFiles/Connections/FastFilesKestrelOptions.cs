@@ -55,7 +55,9 @@ public sealed class FastFilesKestrelOptions
     /// Defaults to 64. On endpoints from configuration and from URLs the check comes before TLS, so a connection that
     /// never starts its handshake is closed too; on a code endpoint it runs where
     /// <c>listenOptions.UseFastFilesConnections()</c> is called, which after <c>UseHttps(...)</c> means once the
-    /// handshake has completed (a silent connection holds its descriptor until Kestrel's handshake timeout).
+    /// handshake has completed (a silent connection holds its descriptor until Kestrel's handshake timeout). When
+    /// <c>AddFastFiles()</c> finds Kestrel's socket transport registered, the check also runs in Kestrel's accept loop,
+    /// before the next connection is accepted, so a burst of connections larger than the reserve cannot fill it.
     /// </remarks>
     public int DescriptorReserve { get; set; } = 64;
 

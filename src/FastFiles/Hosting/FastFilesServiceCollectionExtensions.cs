@@ -90,5 +90,7 @@ public static class FastFilesServiceCollectionExtensions
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IStartupFilter, ServerAddressesStartupFilter>());
         services.TryAddSingleton<FastFilesFingerprinter>();
         services.TryAddSingleton<Microsoft.AspNetCore.Http.IFastFilesFingerprinter>(sp => sp.GetRequiredService<FastFilesFingerprinter>());
+        // The descriptor reserve checked in Kestrel's accept loop, where a burst of connections cannot outrun it.
+        DescriptorReserveListenerFactory.Register(services);
     }
 }

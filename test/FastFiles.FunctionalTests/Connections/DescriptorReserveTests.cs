@@ -13,6 +13,7 @@ public sealed class DescriptorReserveTests : IDisposable
 {
     // Above the sample's idle descriptors (about 220: two per loaded assembly) plus the default reserve of 64.
     private const int Limit = 400;
+    private const int Reserve = 64;
     private readonly TestFiles _files = new();
 
     [Fact]
@@ -150,6 +151,86 @@ public sealed class DescriptorReserveTests : IDisposable
             foreach (Socket socket in silent)
             {
                 socket.Dispose();
+            }
+        }
+    }
+
+    // Kestrel's accept loop takes every connection already queued before any connection middleware runs, so a burst
+    // larger than the reserve used to fill the descriptor table before a single refusal closed one: the first request
+    // through Kestrel then failed to load an assembly (EMFILE), or a thread start aborted the process. The refusal
+    // now happens in the accept loop itself, one connection at a time.
+    [Fact]
+    public async Task A_burst_of_connections_larger_than_the_reserve_never_reaches_the_limit()
+    {
+        _files.Create("small.txt", 1000);
+        byte[] cold = _files.Create("cold.bin", 1024 * 1024, seed: 3);
+        await using SampleProcess sample = await SampleProcess.StartAsync(_files.Root, maxOpenFiles: Limit);
+        using var timeout = new CancellationTokenSource(TimeSpan.FromMinutes(2));
+        await using var kept = new NetworkStream(await RawHttp.ConnectAsync(sample.Http), ownsSocket: true);
+        Assert.Equal(200, (await RawHttp.ExchangeAsync(kept, "/small.txt", timeout.Token)).Status);
+        var burst = new List<Socket>();
+        try
+        {
+            for (int round = 0; round < 3; round++)
+            {
+                // Twice the limit at once: the kernel completes the handshakes and queues them for accept(2). The
+                // server's descriptors are counted throughout; connections may hold at most one of the reserved ones.
+                int peak = 0;
+                using var counting = new CancellationTokenSource();
+                Task counter = Task.Run(() =>
+                {
+                    while (!counting.IsCancellationRequested && sample.IsRunning)
+                    {
+                        peak = Math.Max(peak, sample.OpenDescriptors());
+                    }
+                });
+                Task<Socket>[] connects = Enumerable.Range(0, 2 * Limit).Select(_ => ConnectOrNullAsync(sample.Https)).ToArray();
+                foreach (Socket? socket in await Task.WhenAll(connects))
+                {
+                    if (socket is not null)
+                    {
+                        burst.Add(socket);
+                    }
+                }
+
+                await Task.Delay(200, timeout.Token);
+                await counting.CancelAsync();
+                await counter;
+                Assert.InRange(peak, 1, Limit - (Reserve / 2));
+
+                // A request Kestrel itself must serve (a file the lane has not cached), right behind the burst.
+                RawResponse opened = await RawHttp.ExchangeAsync(kept, "/cold.bin", timeout.Token);
+                Assert.Equal(200, opened.Status);
+                Assert.Equal(cold, opened.Body);
+                Assert.True(sample.IsRunning, string.Join('\n', sample.Output));
+                Assert.True(sample.OpenDescriptors() < Limit);
+                foreach (Socket socket in burst)
+                {
+                    socket.Dispose();
+                }
+
+                burst.Clear();
+            }
+
+            Assert.DoesNotContain(sample.Output, l => l.StartsWith("fail:", StringComparison.Ordinal) || l.StartsWith("crit:", StringComparison.Ordinal));
+        }
+        finally
+        {
+            foreach (Socket socket in burst)
+            {
+                socket.Dispose();
+            }
+        }
+
+        static async Task<Socket> ConnectOrNullAsync(Uri endpoint)
+        {
+            try
+            {
+                return await RawHttp.ConnectAsync(endpoint);
+            }
+            catch (SocketException)
+            {
+                return null!;
             }
         }
     }
