@@ -110,12 +110,10 @@ public sealed class DescriptorReserveTests : IDisposable
     [Fact]
     public async Task Connections_that_never_start_tls_are_refused_within_the_reserve()
     {
-        _files.Create("small.txt", 1000);
-        byte[] cold = _files.Create("cold.bin", 1024 * 1024, seed: 2);
-        await using SampleProcess sample = await SampleProcess.StartAsync(_files.Root, maxOpenFiles: Limit);
         using var timeout = new CancellationTokenSource(TimeSpan.FromMinutes(2));
-        await using var kept = new NetworkStream(await RawHttp.ConnectAsync(sample.Http), ownsSocket: true);
-        Assert.Equal(200, (await RawHttp.ExchangeAsync(kept, "/small.txt", timeout.Token)).Status);
+        (SampleProcess sample, NetworkStream kept, byte[] cold) = await StartWithKeptConnectionAsync(timeout.Token);
+        await using SampleProcess server = sample;
+        await using NetworkStream keptConnection = kept;
         var silent = new List<Socket>();
         try
         {
@@ -162,12 +160,10 @@ public sealed class DescriptorReserveTests : IDisposable
     [Fact]
     public async Task A_burst_of_connections_larger_than_the_reserve_never_reaches_the_limit()
     {
-        _files.Create("small.txt", 1000);
-        byte[] cold = _files.Create("cold.bin", 1024 * 1024, seed: 3);
-        await using SampleProcess sample = await SampleProcess.StartAsync(_files.Root, maxOpenFiles: Limit);
         using var timeout = new CancellationTokenSource(TimeSpan.FromMinutes(2));
-        await using var kept = new NetworkStream(await RawHttp.ConnectAsync(sample.Http), ownsSocket: true);
-        Assert.Equal(200, (await RawHttp.ExchangeAsync(kept, "/small.txt", timeout.Token)).Status);
+        (SampleProcess sample, NetworkStream kept, byte[] cold) = await StartWithKeptConnectionAsync(timeout.Token);
+        await using SampleProcess server = sample;
+        await using NetworkStream keptConnection = kept;
         var burst = new List<Socket>();
         try
         {
@@ -233,6 +229,18 @@ public sealed class DescriptorReserveTests : IDisposable
                 return null!;
             }
         }
+    }
+
+    // The sample under the low limit, with one kept connection that has been served a file the lane caches; cold.bin
+    // is a file nothing has opened yet, so serving it needs a free descriptor and Kestrel's own request path.
+    private async Task<(SampleProcess Sample, NetworkStream Kept, byte[] Cold)> StartWithKeptConnectionAsync(CancellationToken cancellationToken)
+    {
+        _files.Create("small.txt", 1000);
+        byte[] cold = _files.Create("cold.bin", 1024 * 1024, seed: 2);
+        SampleProcess sample = await SampleProcess.StartAsync(_files.Root, maxOpenFiles: Limit);
+        var kept = new NetworkStream(await RawHttp.ConnectAsync(sample.Http), ownsSocket: true);
+        Assert.Equal(200, (await RawHttp.ExchangeAsync(kept, "/small.txt", cancellationToken)).Status);
+        return (sample, kept, cold);
     }
 
     public void Dispose() => _files.Dispose();
