@@ -226,7 +226,10 @@ internal sealed class StaticLaneConnectionMiddleware
                 }
 
                 partialReads = 0;
-                if (unhandled && !close && !connection.CloseRequested)
+
+                // After shutdown was requested only a request received whole goes to Kestrel, which decides it as it
+                // decides any request read before its own shutdown notice; one still arriving is not waited for.
+                if (unhandled && !close && (!connection.CloseRequested || reason != HandOffReason.Partial))
                 {
                     // Kestrel's first read sees exactly the bytes from the unhandled request on (consumed and examined).
                     input.AdvanceTo(consumed);
@@ -292,7 +295,8 @@ internal sealed class StaticLaneConnectionMiddleware
             return false;
         }
 
-        // The request spans pipe segments: parse a contiguous copy of (at most) what the limits allow.
+        // The request spans pipe segments: parse a contiguous copy of (at most) what the limits allow; one unfinished
+        // within that is over a limit, which the parser reports.
         int size = (int)Math.Min(rest.Length, (long)_limits.MaxRequestLineSize + _limits.MaxRequestHeadersTotalSize + 4);
         byte[] copy = ArrayPool<byte>.Shared.Rent(size);
         try

@@ -85,8 +85,28 @@ internal static class StaticLaneParser
     /// </summary>
     public static bool TryParse(ReadOnlySpan<byte> input, in LaneLimits limits, out LaneRequest request, out int length, out HandOffReason reason)
     {
+        if (TryParseCore(input, limits, out request, out length, out reason, out int headersStart))
+        {
+            return true;
+        }
+
+        // Kestrel rejects a request line or a header section as soon as the bytes it holds pass the limit, finished or
+        // not (414/431): an unfinished request that long is its to answer, never one for the lane to wait for.
+        if (reason == HandOffReason.Partial
+            && (headersStart < 0 ? input.Length >= limits.MaxRequestLineSize : input.Length - headersStart >= limits.MaxRequestHeadersTotalSize))
+        {
+            reason = HandOffReason.Limits;
+        }
+
+        return false;
+    }
+
+    private static bool TryParseCore(
+        ReadOnlySpan<byte> input, in LaneLimits limits, out LaneRequest request, out int length, out HandOffReason reason, out int headersStart)
+    {
         request = default;
         length = 0;
+        headersStart = -1;
 
         // Request line (RFC 9112 3).
         int methodLength;
@@ -172,7 +192,7 @@ internal static class StaticLaneParser
         request.Path = path;
 
         // Header fields (RFC 9112 5).
-        int headersStart = pos;
+        headersStart = pos;
         int count = 0;
         bool sawHost = false, sawConnection = false;
         while (true)

@@ -69,10 +69,12 @@ internal sealed class StaticLaneRoot : IDisposable
         {
             // A miss (first request, or the file changed): the only place strings are made. A directory is its first
             // default file, cached under the directory's path, as UseFastFiles does.
+            // The same path checks as UseFastFiles (on Windows ':' names a drive or an alternate data stream, which the
+            // parser lets through as a path byte), never relaxed for the lane.
             string subpath = new(key[_prefix.Length..]);
-            string? file = subpath[^1] != '/' ? subpath
-                : _defaultFile is not null && PathSafety.IsServable(subpath + _defaultFile, allowDotFiles: false) ? subpath + _defaultFile : null;
+            string? file = subpath[^1] != '/' ? subpath : _defaultFile is not null ? subpath + _defaultFile : null;
             if (file is null
+                || !PathSafety.IsServable(file, allowDotFiles: false)
                 || !_policy.TryGetContentType(file, out string? contentType)
                 || Cache.Build(new string(key), file, _policy.SettingsFor(file, contentType), _precompressed) is not { } built)
             {

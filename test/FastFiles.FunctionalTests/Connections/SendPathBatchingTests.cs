@@ -111,10 +111,15 @@ public sealed partial class SendPathBatchingTests(SendPathBatchingTests.Fixture 
     public async Task A_response_is_not_held_back_behind_a_slow_pipelined_request()
     {
         string host = _f.Host.Http.Authority;
-        for (int i = 0; i < 20; i++)
+        for (int i = 0; i < 40; i++)
         {
+            // Every other round the first response is large and the client late to read it, so the batching send is
+            // still waiting for socket room when the second response is flushed: that one must leave with it, or after
+            // it, and not wait for a flush that only the gated request would make.
+            bool full = i % 2 == 1;
+            int firstSize = full ? 300_000 + i : 1000 + i;
             _f.NewGate();
-            using Socket socket = await RawHttp.ConnectAsync(_f.Host.Http);
+            using Socket socket = await RawHttp.ConnectAsync(_f.Host.Http, receiveBufferSize: full ? 4096 : null);
             using var stream = new NetworkStream(socket, ownsSocket: false);
             var reader = new HttpConnectionReader(stream);
             using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(30));
@@ -122,13 +127,18 @@ public sealed partial class SendPathBatchingTests(SendPathBatchingTests.Fixture 
             // One write: the responses before /gate are flushed while the next request is already in Kestrel's input
             // (from the second on, the input has been read without waiting, so the flush is held for a batch).
             await socket.SendAsync(Encoding.ASCII.GetBytes(
-                $"GET /bytes/{1000 + i} HTTP/1.1\r\nHost: {host}\r\n\r\n" +
+                $"GET /bytes/{firstSize} HTTP/1.1\r\nHost: {host}\r\n\r\n" +
                 $"GET /bytes/{2000 + i} HTTP/1.1\r\nHost: {host}\r\n\r\n" +
                 $"GET /gate HTTP/1.1\r\nHost: {host}\r\n\r\n"));
+            if (full)
+            {
+                // Not a timing assumption: only a pause that lets the server's socket buffer fill.
+                await Task.Delay(20, timeout.Token);
+            }
 
             // Both arrive whole while the last request is still waiting for its gate.
             var first = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
-            Assert.Equal(1000 + i, first.Body.Length);
+            Assert.Equal(firstSize, first.Body.Length);
             var second = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
             Assert.Equal(200, second.Status);
             Assert.Equal(2000 + i, second.Body.Length);

@@ -114,6 +114,35 @@ public sealed class StaticLaneConnectionTests : IDisposable
         Assert.Equal(outcomes[0], outcomes[1]);
     }
 
+    [Theory]
+    [InlineData("header", 2_000)] // the request within one pipe segment
+    [InlineData("header", 5_000)] // across segments
+    [InlineData("line", 1_500)]
+    public async Task UnfinishedRequestOverALimit_GetsKestrelsAnswer_NotATimeout(string over, int length)
+    {
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, k =>
+        {
+            k.Limits.MaxRequestLineSize = 1024;
+            k.Limits.MaxRequestHeadersTotalSize = 2048;
+            k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(5);
+        });
+
+        // The bytes so far are already over the limit, and the request is not finished: Kestrel rejects it at once
+        // (431/414); the lane must not wait for the rest and then time it out (408).
+        string request = over == "header"
+            ? "GET /one.txt HTTP/1.1\r\nHost: localhost\r\nX-A: " + new string('a', 1500) + "\r\nX-B: " + new string('b', length)
+            : "GET /" + new string('a', length);
+        var outcomes = new List<string>();
+        foreach (Uri endpoint in new[] { host.Plain, host.Lane })
+        {
+            byte[] received = await LaneHost.ExchangeAsync(endpoint, [Encoding.ASCII.GetBytes(request)], TimeSpan.FromSeconds(20));
+            outcomes.Add(LaneHost.WithoutDates(received));
+        }
+
+        Assert.StartsWith(over == "header" ? "HTTP/1.1 431 " : "HTTP/1.1 414 ", outcomes[0], StringComparison.Ordinal);
+        Assert.Equal(outcomes[0], outcomes[1]);
+    }
+
     [Fact]
     public async Task GracefulShutdown_ClosesIdleLaneConnections()
     {

@@ -326,7 +326,9 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                                 return Truncated();
                             }
 
-                            Fail(new SocketException((int)(_holeWait!.SocketError == SocketError.Success ? SocketError.ConnectionAborted : _holeWait.SocketError)));
+                            // Past the rate's deadline before the first wait, no wait (and no _holeWait) exists.
+                            SocketError error = _rateTooLow ? SocketError.TimedOut : _holeWait?.SocketError ?? SocketError.ConnectionAborted;
+                            Fail(new SocketException((int)(error == SocketError.Success ? SocketError.ConnectionAborted : error)));
                         }
 
                         break;

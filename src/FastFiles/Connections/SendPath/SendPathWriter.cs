@@ -289,6 +289,15 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
             lock (_sync)
             {
                 _batchSending = false;
+
+                // A flush that came after the send last found the queue empty (but before this lock) left its bytes
+                // to this send: they go out with the next one rather than waiting for Kestrel's next flush.
+                if (_queued.Count > 0 && !_batchQueued && !_failed && !_released)
+                {
+                    _batchQueued = true;
+                    ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
+                }
+
                 if (_waitingForBatch)
                 {
                     _waitingForBatch = false;
