@@ -227,9 +227,9 @@ internal sealed class StaticLaneConnectionMiddleware
 
                 partialReads = 0;
 
-                // After shutdown was requested only a request received whole goes to Kestrel, which decides it as it
-                // decides any request read before its own shutdown notice; one still arriving is not waited for.
-                if (unhandled && !close && (!connection.CloseRequested || reason != HandOffReason.Partial))
+                // After shutdown was requested a request the lane does not answer is dropped with the connection: Kestrel
+                // stops between requests too, and handed this connection now it would close it before reading anything.
+                if (unhandled && !close && !connection.CloseRequested)
                 {
                     // Kestrel's first read sees exactly the bytes from the unhandled request on (consumed and examined).
                     input.AdvanceTo(consumed);

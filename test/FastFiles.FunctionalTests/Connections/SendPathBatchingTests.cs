@@ -114,8 +114,8 @@ public sealed partial class SendPathBatchingTests(SendPathBatchingTests.Fixture 
         for (int i = 0; i < 40; i++)
         {
             // Every other round the first response is large and the client late to read it, so the batching send is
-            // still waiting for socket room when the second response is flushed: that one must leave with it, or after
-            // it, and not wait for a flush that only the gated request would make.
+            // waiting for socket room when the second response is flushed: that one must leave after it, without a
+            // flush that only the gated request would make.
             bool full = i % 2 == 1;
             int firstSize = full ? 300_000 + i : 1000 + i;
             _f.NewGate();

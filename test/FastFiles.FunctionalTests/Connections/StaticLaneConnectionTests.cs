@@ -117,7 +117,7 @@ public sealed class StaticLaneConnectionTests : IDisposable
     [Theory]
     [InlineData("header", 2_000)] // the request within one pipe segment
     [InlineData("header", 5_000)] // across segments
-    [InlineData("line", 1_500)]
+    [InlineData("line", 1_019)] // a path the lane would map, the version not yet complete
     public async Task UnfinishedRequestOverALimit_GetsKestrelsAnswer_NotATimeout(string over, int length)
     {
         await using LaneHost host = await LaneHost.StartAsync(_files.Root, k =>
@@ -131,7 +131,7 @@ public sealed class StaticLaneConnectionTests : IDisposable
         // (431/414); the lane must not wait for the rest and then time it out (408).
         string request = over == "header"
             ? "GET /one.txt HTTP/1.1\r\nHost: localhost\r\nX-A: " + new string('a', 1500) + "\r\nX-B: " + new string('b', length)
-            : "GET /" + new string('a', length);
+            : "GET /" + new string('a', length) + " HTTP/1";
         var outcomes = new List<string>();
         foreach (Uri endpoint in new[] { host.Plain, host.Lane })
         {
