@@ -80,6 +80,21 @@ public sealed class FastFilesOptions
     /// </remarks>
     public int MaxOpenFiles { get; set; } = 1024;
 
+    // Cached bodies from this length on also keep their descriptor, for the zero-copy send path: set by the endpoints
+    // that have one (ZeroCopySendFileOptions.CachedMinimumLength), before the server takes requests.
+    private long _cachedDescriptorMinimumLength = long.MaxValue;
+
+    internal long CachedDescriptorMinimumLength => Volatile.Read(ref _cachedDescriptorMinimumLength);
+
+    internal void RequestCachedDescriptors(long minimumLength)
+    {
+        long current;
+        while (minimumLength < (current = Volatile.Read(ref _cachedDescriptorMinimumLength))
+            && Interlocked.CompareExchange(ref _cachedDescriptorMinimumLength, minimumLength, current) != current)
+        {
+        }
+    }
+
     /// <summary>
     /// The most range-specs a Range header may hold for a multipart/byteranges answer (RFC 9110 14.6); a request with
     /// more gets the whole file (200). 0 or 1 turns multipart answers off (several ranges then get a 200, as with

@@ -204,7 +204,12 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
             return opened.ForCache(null, null, HashInBackground(key, opened));
         }
 
-        return opened.ForCache(content, null, _contentHashETags ? ContentHash.Of(content) : null);
+        // Kept open too when an endpoint's send path sends bodies this long with sendfile(2) (see
+        // ZeroCopySendFileOptions.CachedMinimumLength); TLS and HTTP/2 responses still copy the bytes.
+        SharedFileHandle? kept = content.Length > 0 && content.Length >= _options.CachedDescriptorMinimumLength && ReserveHandle()
+            ? new SharedFileHandle(opened.TakeHandle()!)
+            : null;
+        return opened.ForCache(content, kept, _contentHashETags ? ContentHash.Of(content) : null);
     }
 
     // Started now, so by the time a client revalidates the tag is usually known; a change found while hashing makes

@@ -6,6 +6,7 @@ using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
+using Microsoft.Extensions.Options;
 
 namespace Microsoft.AspNetCore.Hosting;
 
@@ -33,8 +34,19 @@ public static class SendPathListenOptionsExtensions
         listenOptions.Use(next =>
         {
             ZeroCopySendFileOptions registered = FastFilesKestrelState.OptionsFor(listenOptions).ZeroCopySendFile;
-            var options = new ZeroCopySendFileOptions { MinimumLength = registered.MinimumLength, RecentWriteWindow = registered.RecentWriteWindow };
+            var options = new ZeroCopySendFileOptions
+            {
+                MinimumLength = registered.MinimumLength,
+                CachedMinimumLength = registered.CachedMinimumLength,
+                RecentWriteWindow = registered.RecentWriteWindow,
+            };
             configure?.Invoke(options);
+
+            // The app's file caches keep descriptors for the cached bodies this endpoint sends with sendfile(2).
+            if (listenOptions.ApplicationServices?.GetService<IOptions<FastFilesOptions>>()?.Value is { } fastFiles)
+            {
+                fastFiles.RequestCachedDescriptors(options.CachedMinimumLength);
+            }
             ILogger logger = listenOptions.ApplicationServices?.GetService<ILoggerFactory>()?.CreateLogger(LoggerCategory) ?? NullLogger.Instance;
             return new SendPathConnectionMiddleware(next, options, FastFilesMetrics.For(listenOptions.ApplicationServices), logger).OnConnectionAsync;
         });

@@ -430,15 +430,21 @@ internal sealed class StaticLaneConnectionMiddleware
         }
 
         bool needsBody = !request.IsHead && status is StatusCodes200 or StatusCodes206 && count > 0;
-        if (needsBody && response.Body is null)
+
+        // A cached body long enough goes by sendfile(2) too, from the descriptor the cache keeps for it
+        // (ZeroCopySendFileOptions.CachedMinimumLength), unless the file is not at rest: then the bytes in memory.
+        bool fromDisk = needsBody && (response.Body is null || (sendPath is not null && version.SharedHandle is not null && count >= sendPath.CachedMinimumLength));
+        if (fromDisk && (sendPath is null || sendPath.Failed || sendPath.RecentlyWritten(version.Stamp) || !LaneFileBody.TryOpen(version, start, count, out file)))
         {
-            // Over the cache's size limit: sendfile(2) inside the send path, else the app's (Kestrel's copy path, also for
-            // a file written just now, which the copy path checks before its last bytes leave).
-            if (sendPath is null || sendPath.Failed || sendPath.RecentlyWritten(version.Stamp) || !LaneFileBody.TryOpen(version, start, count, out file))
+            if (response.Body is null)
             {
+                // Over the cache's size limit: the app's (Kestrel's copy path, also for a file written just now, which
+                // the copy path checks before its last bytes leave).
                 reason = HandOffReason.Uncached;
                 return false;
             }
+
+            fromDisk = false;
         }
 
         ReadOnlySpan<byte> date = StaticLaneDate.Line;
@@ -446,13 +452,13 @@ internal sealed class StaticLaneConnectionMiddleware
         {
             StatusCodes304 => response.WriteNotModified(output, date, close),
             StatusCodes416 => response.WriteUnsatisfiable(output, date, close),
-            StatusCodes206 => response.WritePartial(output, date, close, start, count),
-            _ => response.WriteOk(output, date, close, withBody: !request.IsHead),
+            StatusCodes206 => response.WritePartial(output, date, close, start, count, withBody: !fromDisk),
+            _ => response.WriteOk(output, date, close, withBody: !request.IsHead && !fromDisk),
         };
         return true;
     }
 
-    /// <summary>A body the cache does not hold: a leased (or opened) descriptor of the version the headers describe.</summary>
+    /// <summary>A body from disk: a leased (or opened) descriptor of the version the headers describe.</summary>
     private readonly struct LaneFileBody(SafeFileHandle handle, SharedFileHandle? shared, FileStamp stamp, long offset, long count)
     {
         public SafeFileHandle? Handle { get; } = handle;

@@ -100,7 +100,7 @@ internal sealed class StaticLaneResponse
     /// <summary>The whole body when the cache holds it; null for files over the cache's size limit.</summary>
     public byte[]? Body { get; }
 
-    /// <summary>200 (GET with the body when the cache holds it, HEAD without).</summary>
+    /// <summary>200, with the body when the cache holds it and <paramref name="withBody"/> (not for HEAD, nor a body sent from the file).</summary>
     public long WriteOk(IBufferWriter<byte> output, ReadOnlySpan<byte> date, bool close, bool withBody)
     {
         long written = Write(output, _okHead) + WriteConnection(output, close) + Write(output, _contentType) + Write(output, date) + Write(output, _okTail);
@@ -116,14 +116,14 @@ internal sealed class StaticLaneResponse
     public long WriteNotModified(IBufferWriter<byte> output, ReadOnlySpan<byte> date, bool close)
         => Write(output, "HTTP/1.1 304 Not Modified\r\n"u8) + WriteConnection(output, close) + Write(output, date) + Write(output, _notModifiedTail);
 
-    /// <summary>206 for one range (RFC 9110 15.3.7), with the range's bytes when the cache holds the body.</summary>
-    public long WritePartial(IBufferWriter<byte> output, ReadOnlySpan<byte> date, bool close, long start, long count)
+    /// <summary>206 for one range (RFC 9110 15.3.7), with the range's bytes when the cache holds the body and <paramref name="withBody"/>.</summary>
+    public long WritePartial(IBufferWriter<byte> output, ReadOnlySpan<byte> date, bool close, long start, long count, bool withBody)
     {
         long written = Write(output, "HTTP/1.1 206 Partial Content\r\nContent-Length: "u8) + WriteNumber(output, count) + Write(output, "\r\n"u8)
             + WriteConnection(output, close) + Write(output, _contentType) + Write(output, date) + Write(output, _partialMiddle)
             + WriteNumber(output, start) + Write(output, "-"u8) + WriteNumber(output, start + count - 1) + Write(output, _lengthSuffix)
             + Write(output, _partialTail);
-        return Body is null ? written : written + Write(output, Body.AsSpan((int)start, (int)count));
+        return Body is null || !withBody ? written : written + Write(output, Body.AsSpan((int)start, (int)count));
     }
 
     /// <summary>416 with the representation's length (RFC 9110 15.5.17).</summary>

@@ -19,6 +19,12 @@ internal static partial class Log
     [LoggerMessage(4010, LogLevel.Warning, "Connection refused: its socket is descriptor {Descriptor} of {Limit} (RLIMIT_NOFILE), within the last {Reserve} kept free for files and thread starts; {Suppressed} more such connections since the last warning. Raise the descriptor limit (ulimit -n, LimitNOFILE) or limit connections (KestrelServerLimits.MaxConcurrentConnections).", EventName = "DescriptorReserveReached")]
     public static partial void DescriptorReserveReached(ILogger logger, long descriptor, long limit, int reserve, long suppressed);
 
+    [LoggerMessage(4023, LogLevel.Warning, "The descriptor reserve check for an accepted connection failed; the connection was let through.", EventName = "DescriptorReserveCheckFailed")]
+    public static partial void DescriptorReserveCheckFailed(ILogger logger, Exception exception);
+
+    [LoggerMessage(4024, LogLevel.Debug, "Disposing a connection refused for the descriptor reserve failed.", EventName = "RefusedConnectionDisposeFailed")]
+    public static partial void RefusedConnectionDisposeFailed(ILogger logger, Exception exception);
+
     [LoggerMessage(4007, LogLevel.Debug, "Connection {ConnectionId}: a file body of {Length} bytes is copied instead of sent with sendfile: {Reason}.", EventName = "SendPathFallback")]
     public static partial void SendPathFallback(ILogger logger, string connectionId, string reason, long length);
 

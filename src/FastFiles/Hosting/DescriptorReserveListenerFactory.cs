@@ -68,13 +68,42 @@ internal sealed class DescriptorReserveListenerFactory(IConnectionListenerFactor
             while (true)
             {
                 ConnectionContext? connection = await inner.AcceptAsync(cancellationToken);
-                if (connection is null || !DescriptorReserveConnectionMiddleware.TryRefuse(connection, reserve, metrics, logger))
+                if (connection is null || !Refuse(connection))
                 {
                     return connection;
                 }
 
                 // The abort closed the socket; Kestrel never sees this connection, so its transport is ours to dispose.
+                // Not awaited: the dispose waits for the transport's loops to end, and the next accept must not (in a
+                // flood the backlog would overflow meanwhile).
+                _ = DisposeRefusedAsync(connection);
+            }
+        }
+
+        private bool Refuse(ConnectionContext connection)
+        {
+            try
+            {
+                return DescriptorReserveConnectionMiddleware.TryRefuse(connection, reserve, metrics, logger);
+            }
+            catch (Exception ex)
+            {
+                // An exception here would end Kestrel's accept loop for the endpoint: let the connection through instead
+                // (the endpoint's middleware, when present, checks again).
+                Log.DescriptorReserveCheckFailed(logger, ex);
+                return false;
+            }
+        }
+
+        private async Task DisposeRefusedAsync(ConnectionContext connection)
+        {
+            try
+            {
                 await connection.DisposeAsync();
+            }
+            catch (Exception ex)
+            {
+                Log.RefusedConnectionDisposeFailed(logger, ex);
             }
         }
 

@@ -20,6 +20,9 @@ internal interface IZeroCopyFileSender
     /// </summary>
     ValueTask<FileSendStatus?> TrySendAsync(IFeatureCollection features, SafeFileHandle file, FileStamp? stamp, long offset, long count, CancellationToken cancellationToken);
 
+    /// <summary>Cached bodies from this length on are sent from the file rather than copied from memory.</summary>
+    long CachedMinimumLength { get; }
+
     /// <summary>Counts body bytes that took the copy path on a connection that has this sender.</summary>
     void Copied(long count);
 }

@@ -130,11 +130,16 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             return true;
         }
 
+        // A cached body long enough for the connection's zero-copy sender goes from the descriptor the cache keeps for it
+        // (ZeroCopySendFileOptions.CachedMinimumLength); the bytes in memory when the sender declines.
+        IZeroCopyFileSender? cachedSender = plan.Body == ResponseBody.CachedBytes && plan.Multipart is null && file.SharedHandle is not null
+            && context.Features.Get<IZeroCopyFileSender>() is { } sender && count >= sender.CachedMinimumLength ? sender : null;
+
         FileSendStatus result;
         CancellationToken aborted = context.RequestAborted;
         try
         {
-            if (plan.Body != ResponseBody.CachedBytes)
+            if (plan.Body != ResponseBody.CachedBytes || cachedSender is not null)
             {
                 // File bodies reach Kestrel through Advance + flush, which its HTTP/1.1 rate check does not count: size
                 // the check's grace for one copy batch. (A cached body is written once and flushed by Kestrel after the
@@ -147,6 +152,10 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             if (plan.Multipart is { } multipart)
             {
                 result = await WriteMultipartAsync(response, file, owned ?? file.Handle, multipart, aborted);
+            }
+            else if (cachedSender is not null && await SendCachedAsync(context.Features, cachedSender, file, start, count, aborted) is { } sent)
+            {
+                result = sent;
             }
             else if (plan.Body == ResponseBody.CachedBytes)
             {
@@ -213,6 +222,27 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         // HTTP/1.1: the connection ends; HTTP/2: the stream is reset. Either way a cut-short body cannot look complete.
         await ResponseAbort.AbortAsync(context.Features.Get<IHttpRequestLifetimeFeature>()!);
         return true;
+    }
+
+    // The cache's descriptor, leased for this body, if it is still the version the headers describe; null (nothing
+    // written) when the descriptor is retired, the file changed, or the sender declines the response.
+    private static async ValueTask<FileSendStatus?> SendCachedAsync(
+        IFeatureCollection features, IZeroCopyFileSender sender, FileVersion file, long start, long count, CancellationToken aborted)
+    {
+        SharedFileHandle shared = file.SharedHandle!;
+        if (shared.TryAcquire() is not { } handle)
+        {
+            return null;
+        }
+
+        try
+        {
+            return FileStamp.FromHandle(handle) == file.Stamp ? await sender.TrySendAsync(features, handle, file.Stamp, start, count, aborted) : null;
+        }
+        finally
+        {
+            shared.Release();
+        }
     }
 
     // Each part's header block, then its bytes, then the closing delimiter. The last part from disk checks the file's stamp

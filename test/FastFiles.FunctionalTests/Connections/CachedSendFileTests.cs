@@ -1,0 +1,200 @@
+using System.Diagnostics.Metrics;
+using System.Net;
+using System.Text;
+using System.Text.RegularExpressions;
+using FastFiles.FunctionalTests.Infrastructure;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Hosting.Server.Features;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.FileProviders;
+using Microsoft.Extensions.Logging;
+
+namespace FastFiles.FunctionalTests.Connections;
+
+/// <summary>
+/// Bodies the file cache holds, from <c>ZeroCopySendFileOptions.CachedMinimumLength</c> (32 KiB) on, go by sendfile(2)
+/// from the descriptor the cache keeps, through <c>UseFastFiles</c> on Kestrel's path and through the static lane; the
+/// bytes equal those of an endpoint that copies them from memory (except Date), shorter bodies and files written just
+/// now stay copies, and a file changed behind the cache is never sent under the old headers.
+/// </summary>
+[Collection(SendPathCollection.Name)]
+public sealed partial class CachedSendFileTests : IAsyncLifetime
+{
+    private readonly TestFiles _files = new();
+    private readonly Dictionary<string, byte[]> _contents = [];
+    private WebApplication _app = null!;
+    private Uri _copy = null!;
+    private Uri _sendPath = null!;
+    private Uri _lane = null!;
+
+    public async Task InitializeAsync()
+    {
+        // RecentWriteWindow is two hours here: "fresh.bin" (an hour old) counts as just written, the others are at rest.
+        foreach ((string name, int size) in new[] { ("c40k.bin", 40_000), ("c20k.bin", 20_000), ("c64k.bin", 64 * 1024), ("fresh.bin", 40_000), ("changing0.bin", 50_000), ("changing1.bin", 50_000) })
+        {
+            _contents[name] = _files.Create(name, size, seed: size + name.Length);
+            File.SetLastWriteTimeUtc(_files.PathOf(name), DateTime.UtcNow.AddHours(name == "fresh.bin" ? -1 : -5));
+        }
+
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
+        {
+            Args = ["--hostBuilder:reloadConfigOnChange=false"],
+            EnvironmentName = "Production",
+            ContentRootPath = AppContext.BaseDirectory,
+        });
+        builder.Logging.ClearProviders();
+        builder.Services.AddFastFiles();
+        FastStaticFileOptions Files() => new() { FileProvider = new PhysicalFileProvider(_files.Root) };
+        builder.WebHost.ConfigureKestrel(k =>
+        {
+            k.Listen(IPAddress.Loopback, 0, l => l.Protocols = HttpProtocols.Http1);
+            k.Listen(IPAddress.Loopback, 0, l =>
+            {
+                l.Protocols = HttpProtocols.Http1;
+                l.UseZeroCopySendFile(o => o.RecentWriteWindow = TimeSpan.FromHours(2));
+            });
+            k.Listen(IPAddress.Loopback, 0, l =>
+            {
+                l.Protocols = HttpProtocols.Http1;
+                l.UseZeroCopySendFile(o => o.RecentWriteWindow = TimeSpan.FromHours(2)).UseStaticLane(o => o.Roots.Add(new StaticLaneRootOptions { PhysicalPath = _files.Root, Files = Files() }));
+            });
+        });
+        _app = builder.Build();
+        _app.UseFastFiles(Files());
+        await _app.StartAsync();
+        Uri[] addresses = [.. _app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Select(a => new Uri(a))];
+        (_copy, _sendPath, _lane) = (addresses[0], addresses[1], addresses[2]);
+    }
+
+    public async Task DisposeAsync()
+    {
+        await _app.StopAsync();
+        await _app.DisposeAsync();
+        _files.Dispose();
+    }
+
+    private IMeterFactory Meters => _app.Services.GetRequiredService<IMeterFactory>();
+
+    private static string Request(string method, string target, string headers = "") => $"{method} {target} HTTP/1.1\r\nHost: localhost\r\n{headers}\r\n";
+
+    // Pipelined in one write: whole bodies, ranges, HEAD, a 304, a body under the threshold, a file written just now.
+    private static byte[] Burst(string etag) => Encoding.ASCII.GetBytes(
+        Request("GET", "/c40k.bin")
+        + Request("GET", "/c40k.bin", "Range: bytes=100-39000\r\n")
+        + Request("GET", "/c20k.bin")
+        + Request("HEAD", "/c40k.bin")
+        + Request("GET", "/c40k.bin", $"If-None-Match: {etag}\r\n")
+        + Request("GET", "/c64k.bin", "Range: bytes=-33000\r\n")
+        + Request("GET", "/fresh.bin")
+        + Request("GET", "/c64k.bin", "Connection: close\r\n"));
+
+    [Fact]
+    public async Task Cached_bodies_from_the_threshold_on_go_by_sendfile_and_match_the_copied_bytes()
+    {
+        RawResponse first = await RawHttp.SendAsync(_copy, "/c40k.bin");
+        Assert.Equal(_contents["c40k.bin"], first.Body);
+        byte[] burst = Burst(first.Headers["ETag"]);
+        string expected = LaneHost.WithoutDates(await LaneHost.ExchangeAsync(_copy, [burst]));
+        Assert.Equal(8, Regex.Count(expected, "HTTP/1.1 (200|206|304) "));
+
+        // Bodies and ranges of at least 32 KiB of the files at rest (the 38,901-byte range too); not the 20 KB file, the
+        // HEAD, the 304 or the file written recently.
+        long expectedSendfile = 40_000 + 38_901 + 33_000 + (64 * 1024);
+        foreach (Uri endpoint in new[] { _sendPath, _lane })
+        {
+            using var sendfile = new InstrumentRecorder(Meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
+            string actual = LaneHost.WithoutDates(await LaneHost.ExchangeAsync(endpoint, [burst]));
+            Assert.Equal(expected, actual);
+            Assert.Equal(expectedSendfile, await WaitForAsync(() => sendfile.Total, expectedSendfile));
+        }
+    }
+
+    [Fact]
+    public async Task Setting_the_threshold_past_the_cache_limit_keeps_every_cached_body_in_memory()
+    {
+        await using WebApplication app = await StartWithThresholdAsync(long.MaxValue);
+        Uri address = new(app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single());
+        using var sendfile = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
+        for (int i = 0; i < 3; i++)
+        {
+            Assert.Equal(_contents["c64k.bin"], (await RawHttp.SendAsync(address, "/c64k.bin")).Body);
+        }
+
+        Assert.Equal(0, sendfile.Total);
+        await app.StopAsync();
+    }
+
+    // A file rewritten in place behind the cache (same length, a time still outside RecentWriteWindow, as a deploy tool
+    // might leave it): every response carries the bytes of the version its ETag names, whichever version that is.
+    [Theory]
+    [InlineData(0)]
+    [InlineData(1)]
+    public async Task A_file_changed_behind_the_cache_is_never_sent_under_the_old_headers(int lane)
+    {
+        Uri endpoint = lane == 1 ? _lane : _sendPath;
+        string name = $"changing{lane}.bin";
+        byte[] before = _contents[name];
+        byte[] after = [.. before.Select(b => (byte)(b ^ 0x5A))];
+        RawResponse old = await RawHttp.SendAsync(endpoint, "/" + name);
+        Assert.Equal(before, old.Body);
+        string oldTag = old.Headers["ETag"];
+
+        string path = _files.PathOf(name);
+        await using (var stream = new FileStream(path, FileMode.Open, FileAccess.Write))
+        {
+            await stream.WriteAsync(after);
+        }
+
+        File.SetLastWriteTimeUtc(path, DateTime.UtcNow.AddHours(-4));
+        bool sawNew = false;
+        for (int i = 0; i < 200 && !sawNew; i++)
+        {
+            RawResponse response = await RawHttp.SendAsync(endpoint, "/" + name);
+            Assert.Equal(200, response.Status);
+            sawNew = response.Headers["ETag"] != oldTag;
+            Assert.Equal(sawNew ? after : before, response.Body);
+            if (!sawNew)
+            {
+                await Task.Delay(10);
+            }
+        }
+
+        // The cache sees the change (inotify) and serves the new version, by sendfile again.
+        Assert.True(sawNew, "the cache kept the old version");
+        using var sendfile = new InstrumentRecorder(Meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
+        Assert.Equal(after, (await RawHttp.SendAsync(endpoint, "/" + name)).Body);
+        Assert.Equal(after.Length, await WaitForAsync(() => sendfile.Total, after.Length));
+    }
+
+    private async Task<WebApplication> StartWithThresholdAsync(long threshold)
+    {
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
+        {
+            Args = ["--hostBuilder:reloadConfigOnChange=false"],
+            EnvironmentName = "Production",
+            ContentRootPath = AppContext.BaseDirectory,
+        });
+        builder.Logging.ClearProviders();
+        builder.Services.AddFastFiles();
+        builder.WebHost.ConfigureKestrel(k => k.Listen(IPAddress.Loopback, 0, l => l.UseZeroCopySendFile(o => o.CachedMinimumLength = threshold)));
+        WebApplication app = builder.Build();
+        app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root) });
+        await app.StartAsync();
+        return app;
+    }
+
+    private static async Task<long> WaitForAsync(Func<long> read, long expected)
+    {
+        DateTime deadline = DateTime.UtcNow + TimeSpan.FromSeconds(10);
+        long value;
+        while ((value = read()) < expected && DateTime.UtcNow < deadline)
+        {
+            await Task.Delay(10);
+        }
+
+        return value;
+    }
+}
