@@ -5,12 +5,9 @@ using System.Text.RegularExpressions;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
-using Microsoft.AspNetCore.Hosting.Server;
-using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.FileProviders;
-using Microsoft.Extensions.Logging;
 
 namespace FastFiles.FunctionalTests.Connections;
 
@@ -39,13 +36,7 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
             File.SetLastWriteTimeUtc(_files.PathOf(name), DateTime.UtcNow.AddHours(name == "fresh.bin" ? -1 : -5));
         }
 
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
-        {
-            Args = ["--hostBuilder:reloadConfigOnChange=false"],
-            EnvironmentName = "Production",
-            ContentRootPath = AppContext.BaseDirectory,
-        });
-        builder.Logging.ClearProviders();
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
         builder.Services.AddFastFiles();
         FastStaticFileOptions Files() => new() { FileProvider = new PhysicalFileProvider(_files.Root) };
         builder.WebHost.ConfigureKestrel(k =>
@@ -64,8 +55,7 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
         });
         _app = builder.Build();
         _app.UseFastFiles(Files());
-        await _app.StartAsync();
-        Uri[] addresses = [.. _app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Select(a => new Uri(a))];
+        Uri[] addresses = await CodeEndpoints.StartAsync(_app);
         (_copy, _sendPath, _lane) = (addresses[0], addresses[1], addresses[2]);
     }
 
@@ -78,18 +68,16 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
 
     private IMeterFactory Meters => _app.Services.GetRequiredService<IMeterFactory>();
 
-    private static string Request(string method, string target, string headers = "") => $"{method} {target} HTTP/1.1\r\nHost: localhost\r\n{headers}\r\n";
-
     // Pipelined in one write: whole bodies, ranges, HEAD, a 304, a body under the threshold, a file written just now.
     private static byte[] Burst(string etag) => Encoding.ASCII.GetBytes(
-        Request("GET", "/c40k.bin")
-        + Request("GET", "/c40k.bin", "Range: bytes=100-39000\r\n")
-        + Request("GET", "/c20k.bin")
-        + Request("HEAD", "/c40k.bin")
-        + Request("GET", "/c40k.bin", $"If-None-Match: {etag}\r\n")
-        + Request("GET", "/c64k.bin", "Range: bytes=-33000\r\n")
-        + Request("GET", "/fresh.bin")
-        + Request("GET", "/c64k.bin", "Connection: close\r\n"));
+        LaneHost.Request("GET", "/c40k.bin")
+        + LaneHost.Request("GET", "/c40k.bin", "Range: bytes=100-39000\r\n")
+        + LaneHost.Request("GET", "/c20k.bin")
+        + LaneHost.Request("HEAD", "/c40k.bin")
+        + LaneHost.Request("GET", "/c40k.bin", $"If-None-Match: {etag}\r\n")
+        + LaneHost.Request("GET", "/c64k.bin", "Range: bytes=-33000\r\n")
+        + LaneHost.Request("GET", "/fresh.bin")
+        + LaneHost.Request("GET", "/c64k.bin", "Connection: close\r\n"));
 
     [Fact]
     public async Task Cached_bodies_from_the_threshold_on_go_by_sendfile_and_match_the_copied_bytes()
@@ -115,8 +103,8 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
     [Fact]
     public async Task Setting_the_threshold_past_the_cache_limit_keeps_every_cached_body_in_memory()
     {
-        await using WebApplication app = await StartWithThresholdAsync(long.MaxValue);
-        Uri address = new(app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single());
+        (WebApplication app, Uri address) = await StartWithThresholdAsync(long.MaxValue);
+        await using WebApplication _ = app;
         using var sendfile = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
         for (int i = 0; i < 3; i++)
         {
@@ -169,21 +157,14 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
         Assert.Equal(after.Length, await WaitForAsync(() => sendfile.Total, after.Length));
     }
 
-    private async Task<WebApplication> StartWithThresholdAsync(long threshold)
+    private async Task<(WebApplication App, Uri Address)> StartWithThresholdAsync(long threshold)
     {
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
-        {
-            Args = ["--hostBuilder:reloadConfigOnChange=false"],
-            EnvironmentName = "Production",
-            ContentRootPath = AppContext.BaseDirectory,
-        });
-        builder.Logging.ClearProviders();
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
         builder.Services.AddFastFiles();
         builder.WebHost.ConfigureKestrel(k => k.Listen(IPAddress.Loopback, 0, l => l.UseZeroCopySendFile(o => o.CachedMinimumLength = threshold)));
         WebApplication app = builder.Build();
         app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root) });
-        await app.StartAsync();
-        return app;
+        return (app, (await CodeEndpoints.StartAsync(app))[0]);
     }
 
     private static async Task<long> WaitForAsync(Func<long> read, long expected)

@@ -229,9 +229,10 @@ public sealed class Http2TlsOutputStageTests : IDisposable
     {
         // A bound far above the body lets Kestrel finish the response, and close the connection (Connection: close),
         // while most of the body still waits in the stage's pipe behind a client that has not read yet. TLS must not be
-        // disposed under the stage before it has sent all of that. The sockets and Kestrel's transport pipe take about
-        // 2 MiB of a body nobody reads, so 16 MiB leaves most of it in the stage.
-        const int Length = 16 * 1024 * 1024;
+        // disposed under the stage before it has sent all of that. The sockets and Kestrel's transport pipe take up to
+        // about 8 MiB of a body nobody reads (a send buffer autotuned to tcp_wmem's 4 MiB maximum), so 32 MiB leaves
+        // most of it in the stage.
+        const int Length = 32 * 1024 * 1024;
         (TestHost host, Http2TlsOutputStageOptions stage) = await StartAsync(o =>
         {
             o.Mode = Http2TlsOutputStageMode.AllProtocols;

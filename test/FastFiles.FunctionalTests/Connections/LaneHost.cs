@@ -114,6 +114,9 @@ public sealed partial class LaneHost : IAsyncDisposable
         return host;
     }
 
+    /// <summary>One HTTP/1.1 request without a body, Host: localhost, with <paramref name="headers"/> (CRLF-terminated lines).</summary>
+    public static string Request(string method, string target, string headers = "") => $"{method} {target} HTTP/1.1\r\nHost: localhost\r\n{headers}\r\n";
+
     /// <summary>Opens a connection (TLS with ALPN http/1.1 for the TLS endpoints).</summary>
     public static async Task<(Socket Socket, Stream Stream)> ConnectAsync(Uri endpoint)
     {

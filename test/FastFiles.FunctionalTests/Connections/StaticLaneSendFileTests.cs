@@ -4,8 +4,6 @@ using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
-using Microsoft.AspNetCore.Hosting.Server;
-using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
@@ -34,13 +32,7 @@ public sealed class StaticLaneSendFileTests : IAsyncLifetime
     {
         _big = _files.Create("big.bin", (1024 * 1024) + 3);
         _files.Create("small.txt", 100);
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
-        {
-            Args = ["--hostBuilder:reloadConfigOnChange=false"],
-            EnvironmentName = "Production",
-            ContentRootPath = AppContext.BaseDirectory,
-        });
-        builder.Logging.ClearProviders();
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
         builder.Services.AddFastFiles(o => o.MaxCachedFileSize = CacheLimit);
         FastStaticFileOptions Files() => new() { FileProvider = new PhysicalFileProvider(_files.Root), CacheControl = "public, max-age=60" };
         void Lane(StaticLaneOptions o) => o.Roots.Add(new StaticLaneRootOptions { PhysicalPath = _files.Root, Files = Files() });
@@ -66,8 +58,7 @@ public sealed class StaticLaneSendFileTests : IAsyncLifetime
             return next(context);
         });
         _app.UseFastFiles(Files());
-        await _app.StartAsync();
-        Uri[] addresses = [.. _app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Select(a => new Uri(a))];
+        Uri[] addresses = await CodeEndpoints.StartAsync(_app);
         (_plain, _laneSendPath, _laneOnly) = (addresses[0], addresses[1], addresses[2]);
     }
 
@@ -80,19 +71,17 @@ public sealed class StaticLaneSendFileTests : IAsyncLifetime
 
     private IMeterFactory Meters => _app.Services.GetRequiredService<IMeterFactory>();
 
-    private static string Request(string method, string target, string headers = "") => $"{method} {target} HTTP/1.1\r\nHost: localhost\r\n{headers}\r\n";
-
     // Pipelined in one write: a whole body, a range across the first 64 KiB, the tail, HEAD, a cached file between
     // two bodies from disk, and an unsatisfiable range; the last asks to close.
     private static byte[] Burst(string etag) => Encoding.ASCII.GetBytes(
-        Request("GET", "/big.bin")
-        + Request("GET", "/big.bin", "Range: bytes=5-70000\r\n")
-        + Request("GET", "/small.txt")
-        + Request("GET", "/big.bin", "Range: bytes=-7\r\n")
-        + Request("HEAD", "/big.bin")
-        + Request("GET", "/big.bin", $"If-None-Match: {etag}\r\n")
-        + Request("GET", "/big.bin", "Range: bytes=9999999-\r\n")
-        + Request("GET", "/big.bin", "Connection: close\r\n"));
+        LaneHost.Request("GET", "/big.bin")
+        + LaneHost.Request("GET", "/big.bin", "Range: bytes=5-70000\r\n")
+        + LaneHost.Request("GET", "/small.txt")
+        + LaneHost.Request("GET", "/big.bin", "Range: bytes=-7\r\n")
+        + LaneHost.Request("HEAD", "/big.bin")
+        + LaneHost.Request("GET", "/big.bin", $"If-None-Match: {etag}\r\n")
+        + LaneHost.Request("GET", "/big.bin", "Range: bytes=9999999-\r\n")
+        + LaneHost.Request("GET", "/big.bin", "Connection: close\r\n"));
 
     [Fact]
     public async Task Bodies_over_the_cache_limit_go_by_sendfile_from_the_lane_and_match_Kestrels_bytes()
@@ -123,7 +112,7 @@ public sealed class StaticLaneSendFileTests : IAsyncLifetime
     [Fact]
     public async Task A_request_split_anywhere_gets_the_same_bytes()
     {
-        byte[] request = Encoding.ASCII.GetBytes(Request("GET", "/big.bin", "Range: bytes=100-20099\r\n") + Request("GET", "/small.txt", "Connection: close\r\n"));
+        byte[] request = Encoding.ASCII.GetBytes(LaneHost.Request("GET", "/big.bin", "Range: bytes=100-20099\r\n") + LaneHost.Request("GET", "/small.txt", "Connection: close\r\n"));
         string expected = LaneHost.WithoutDates(await LaneHost.ExchangeAsync(_plain, [request]));
         for (int split = 1; split < request.Length; split += 7)
         {
@@ -137,7 +126,7 @@ public sealed class StaticLaneSendFileTests : IAsyncLifetime
     {
         using var uncached = new InstrumentRecorder(Meters, "fastfiles.lane.handoffs", new("fastfiles.lane.reason", "uncached"));
         long before = Interlocked.Read(ref _appRequests);
-        byte[] response = await LaneHost.ExchangeAsync(_laneOnly, [Encoding.ASCII.GetBytes(Request("GET", "/big.bin", "Connection: close\r\n"))]);
+        byte[] response = await LaneHost.ExchangeAsync(_laneOnly, [Encoding.ASCII.GetBytes(LaneHost.Request("GET", "/big.bin", "Connection: close\r\n"))]);
 
         Assert.StartsWith("HTTP/1.1 200 OK\r\n", Encoding.Latin1.GetString(response), StringComparison.Ordinal);
         Assert.Equal(_big, response[^_big.Length..]);
@@ -150,7 +139,7 @@ public sealed class StaticLaneSendFileTests : IAsyncLifetime
     [Fact]
     public async Task A_file_changed_since_its_headers_were_built_is_never_sent_under_them()
     {
-        byte[] request = Encoding.ASCII.GetBytes(Request("GET", "/big.bin", "Connection: close\r\n"));
+        byte[] request = Encoding.ASCII.GetBytes(LaneHost.Request("GET", "/big.bin", "Connection: close\r\n"));
         await LaneHost.ExchangeAsync(_laneSendPath, [request]);
         byte[] changed = [.. _big];
         changed[12345] ^= 0xFF;
