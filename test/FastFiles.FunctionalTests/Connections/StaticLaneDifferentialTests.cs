@@ -88,6 +88,7 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
             {
                 ("data.txt", 10_000), ("empty.txt", 0), ("one.txt", 1), ("app.3f2a9c1b.js", 300), ("page.js", 2000), ("page.js.gz", 500),
                 ("page.js.br", 400), ("dir/inner.txt", 10), ("noext", 10), ("UPPER.TXT", 10), (".hidden.txt", 10), ("big.bin", 100_000),
+                ("mid.bin", 40_000),
                 ("with space.txt", 10), ("a+b@c.txt", 10), ("index.html", 700), ("dir/index.html", 70), ("sub/noindex.txt", 10),
             })
             {
@@ -154,7 +155,7 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
         string etag = _f.ETag;
         string lastModified = new DateTimeOffset(Modified.AddTicks(-(Modified.Ticks % TimeSpan.TicksPerSecond))).ToString("r");
         var corpus = new List<string>();
-        string[] files = ["/data.txt", "/empty.txt", "/one.txt", "/app.3f2a9c1b.js", "/page.js", "/dir/inner.txt", "/noext", "/UPPER.TXT", "/big.bin", "/a+b@c.txt", "/missing.txt", "/", "/dir/", "/index.html"];
+        string[] files = ["/data.txt", "/empty.txt", "/one.txt", "/app.3f2a9c1b.js", "/page.js", "/dir/inner.txt", "/noext", "/UPPER.TXT", "/big.bin", "/mid.bin", "/a+b@c.txt", "/missing.txt", "/", "/dir/", "/index.html"];
         string[] variants =
         [
             string.Empty,
@@ -276,6 +277,11 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
             Get("/one.txt") + Get("/missing") + Get("/one.txt"),
             Get("/one.txt") + Get("/one.txt", "Connection: close\r\n") + Get("/data.txt"),
             Get("/big.bin", "Range: bytes=0-99\r\n") + Get("/one.txt"),
+
+            // A cached body long enough to go by sendfile inside the send path (ZeroCopySendFileOptions.CachedMinimumLength),
+            // whole and as ranges on either side of that length, between bodies copied from memory.
+            Get("/mid.bin") + Get("/mid.bin", "Range: bytes=100-35000\r\n") + Get("/one.txt") + Get("/mid.bin", "Range: bytes=-33000\r\n")
+                + Get("/mid.bin", "Range: bytes=0-20000\r\n") + Get("/mid.bin"),
             Get("/") + Get("/dir/") + Get("/sub/") + Get("/"),
             string.Concat(Enumerable.Repeat(Get("/data.txt"), 40)),
             string.Concat(Enumerable.Repeat(Get("/one.txt"), 16)) + "GET /bare HTTP/1.1\nHost: x\n\n",
