@@ -16,7 +16,9 @@ namespace FastFiles.Caching;
 /// is re-checked with one stat before use. Entries are compared by inode, size, and nanosecond modification and
 /// change times, so replacement by rename, same-size rewrites within one second and restored mtimes are all seen.
 /// Content is read once with the stamp taken before and after; if the file changed while it was read the bytes
-/// are not cached. A cached version is immutable, so one response never mixes two versions.
+/// are not cached. A cached version's bytes are immutable, so a response from them never mixes two versions; bodies
+/// sent with sendfile(2) from a kept descriptor (the zero-copy send path) are read when they leave, checked against
+/// the stamp before the send and before its last chunk, as uncached bodies are.
 /// </remarks>
 internal sealed partial class FileCache : IDisposable, ICacheGauges
 {
@@ -118,27 +120,37 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         using (opened)
         {
             identity = Snapshot(key, opened!, ref torn);
-            for (int i = 0; precompressed && i < Sidecar.All.Length; i++)
+            try
             {
-                (_, string suffix, string token, _) = Sidecar.All[i];
-                string sidecarPath = subpath + suffix;
-                if (!FileStamp.TryGet(_source.MapPath(sidecarPath), out FileStamp stamp) || stamp.IsDirectory)
+                for (int i = 0; precompressed && i < Sidecar.All.Length; i++)
                 {
-                    continue;
-                }
-
-                stamps[i] = stamp;
-                if (_source.TryOpen(sidecarPath, token, out FileVersion? variant) == LookupResult.File)
-                {
-                    using (variant)
+                    (_, string suffix, string token, _) = Sidecar.All[i];
+                    string sidecarPath = subpath + suffix;
+                    if (!FileStamp.TryGet(_source.MapPath(sidecarPath), out FileStamp stamp) || stamp.IsDirectory)
                     {
-                        if (Sidecar.IsFresh(variant!, identity))
+                        continue;
+                    }
+
+                    stamps[i] = stamp;
+                    if (_source.TryOpen(sidecarPath, token, out FileVersion? variant) == LookupResult.File)
+                    {
+                        using (variant)
                         {
-                            variants[i] = Snapshot(key, variant!, ref torn);
-                            stamps[i] = variant!.Stamp;
+                            if (Sidecar.IsFresh(variant!, identity))
+                            {
+                                variants[i] = Snapshot(key, variant!, ref torn);
+                                stamps[i] = variant!.Stamp;
+                            }
                         }
                     }
                 }
+            }
+            catch
+            {
+                // No entry will hold these versions: their kept descriptors (and slots) go now.
+                Retire(identity);
+                Array.ForEach(variants, Retire);
+                throw;
             }
         }
 
@@ -342,6 +354,14 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
 
         Interlocked.Decrement(ref _openHandles);
         return false;
+    }
+
+    private void Retire(FileVersion? version)
+    {
+        if (version?.SharedHandle?.Retire() == true)
+        {
+            Interlocked.Decrement(ref _openHandles);
+        }
     }
 
     private void RetireHandles(CachedFile entry)

@@ -1,6 +1,7 @@
 using FastFiles.Diagnostics;
 using FastFiles.Connections;
 using FastFiles.Hosting;
+using FastFiles.Responses;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
@@ -42,11 +43,14 @@ public static class SendPathListenOptionsExtensions
             };
             configure?.Invoke(options);
 
-            // The app's file caches keep descriptors for the cached bodies this endpoint sends with sendfile(2).
-            if (listenOptions.ApplicationServices?.GetService<IOptions<FastFilesOptions>>()?.Value is { } fastFiles)
+            // The app's file caches keep descriptors for the cached bodies this endpoint sends with sendfile(2): the
+            // container's options (UseFastFiles, the lane) and, without AddFastFiles, the ones FastResults resolves.
+            if (listenOptions.ApplicationServices is { } services)
             {
-                fastFiles.RequestCachedDescriptors(options.CachedMinimumLength);
+                services.GetService<IOptions<FastFilesOptions>>()?.Value.RequestCachedDescriptors(options.CachedMinimumLength);
+                FastFilesOptionsSource.FastFilesOptions(services).RequestCachedDescriptors(options.CachedMinimumLength);
             }
+
             ILogger logger = listenOptions.ApplicationServices?.GetService<ILoggerFactory>()?.CreateLogger(LoggerCategory) ?? NullLogger.Instance;
             return new SendPathConnectionMiddleware(next, options, FastFilesMetrics.For(listenOptions.ApplicationServices), logger).OnConnectionAsync;
         });

@@ -434,7 +434,7 @@ internal sealed class StaticLaneConnectionMiddleware
         // A cached body long enough goes by sendfile(2) too, from the descriptor the cache keeps for it
         // (ZeroCopySendFileOptions.CachedMinimumLength), unless the file is not at rest: then the bytes in memory.
         bool fromDisk = needsBody && (response.Body is null || (sendPath is not null && version.SharedHandle is not null && count >= sendPath.CachedMinimumLength));
-        if (fromDisk && (sendPath is null || sendPath.Failed || sendPath.RecentlyWritten(version.Stamp) || !LaneFileBody.TryOpen(version, start, count, out file)))
+        if (fromDisk && (sendPath is null || sendPath.Failed || sendPath.RecentlyWritten(version.Stamp) || !LaneFileBody.TryOpen(version, start, count, leaseOnly: response.Body is not null, out file)))
         {
             if (response.Body is null)
             {
@@ -469,7 +469,8 @@ internal sealed class StaticLaneConnectionMiddleware
 
         public long Count { get; } = count;
 
-        public static bool TryOpen(FileVersion version, long offset, long count, out LaneFileBody body)
+        // leaseOnly: the body is in memory too, so the cache's descriptor or nothing (never an open per request).
+        public static bool TryOpen(FileVersion version, long offset, long count, bool leaseOnly, out LaneFileBody body)
         {
             body = default;
             if (version.PhysicalPath is null)
@@ -482,6 +483,11 @@ internal sealed class StaticLaneConnectionMiddleware
             SafeFileHandle? handle = shared?.TryAcquire();
             if (handle is null)
             {
+                if (leaseOnly)
+                {
+                    return false;
+                }
+
                 shared = null;
                 try
                 {

@@ -132,7 +132,9 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
         // A cached body long enough for the connection's zero-copy sender goes from the descriptor the cache keeps for it
         // (ZeroCopySendFileOptions.CachedMinimumLength); the bytes in memory when the sender declines.
+        // (HTTP/1.x only: an h2c stream sees the sender too, which would decline it after the lease.)
         IZeroCopyFileSender? cachedSender = plan.Body == ResponseBody.CachedBytes && plan.Multipart is null && file.SharedHandle is not null
+            && (HttpProtocol.IsHttp11(request.Protocol) || HttpProtocol.IsHttp10(request.Protocol))
             && context.Features.Get<IZeroCopyFileSender>() is { } sender && count >= sender.CachedMinimumLength ? sender : null;
 
         FileSendStatus result;

@@ -21,6 +21,9 @@ namespace FastFiles.FunctionalTests.Connections;
 public sealed partial class CachedSendFileTests : IAsyncLifetime
 {
     private readonly TestFiles _files = new();
+
+    // Outside the served root: written through a hard link, a file changes without the cache's watcher seeing it.
+    private readonly TestFiles _outside = new();
     private readonly Dictionary<string, byte[]> _contents = [];
     private WebApplication _app = null!;
     private Uri _copy = null!;
@@ -37,7 +40,9 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
         }
 
         WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
-        builder.Services.AddFastFiles();
+        // Entries are re-checked only on a file-system notification here, so a change the watcher does not see stays
+        // unknown to the cache for the whole test.
+        builder.Services.AddFastFiles(o => o.FileCacheRevalidationInterval = TimeSpan.FromMinutes(10));
         FastStaticFileOptions Files() => new() { FileProvider = new PhysicalFileProvider(_files.Root) };
         builder.WebHost.ConfigureKestrel(k =>
         {
@@ -64,6 +69,7 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
         await _app.StopAsync();
         await _app.DisposeAsync();
         _files.Dispose();
+        _outside.Dispose();
     }
 
     private IMeterFactory Meters => _app.Services.GetRequiredService<IMeterFactory>();
@@ -155,6 +161,50 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
         using var sendfile = new InstrumentRecorder(Meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
         Assert.Equal(after, (await RawHttp.SendAsync(endpoint, "/" + name)).Body);
         Assert.Equal(after.Length, await WaitForAsync(() => sendfile.Total, after.Length));
+    }
+
+    // A file rewritten in place through a hard link outside the root, its length and modification time restored (as
+    // `cp -p` or `touch -d` leave it): no notification, and the send path's own look before the last chunk (length
+    // and modification time) cannot see it either. Only the check of the kept descriptor against the cached version
+    // (inode and change time) does: the cached bytes must go out, never the new ones under the old headers.
+    [Theory]
+    [InlineData(0)]
+    [InlineData(1)]
+    public async Task A_change_no_notification_reports_is_caught_before_the_descriptor_is_used(int lane)
+    {
+        Uri endpoint = lane == 1 ? _lane : _sendPath;
+        byte[] before = _outside.Create($"orig{lane}.bin", 40_000, seed: 7 + lane);
+        DateTime modified = DateTime.UtcNow.AddHours(-5);
+        File.SetLastWriteTimeUtc(_outside.PathOf($"orig{lane}.bin"), modified);
+        string name = $"linked{lane}.bin";
+        using (var ln = System.Diagnostics.Process.Start("ln", [_outside.PathOf($"orig{lane}.bin"), _files.PathOf(name)]))
+        {
+            await ln.WaitForExitAsync();
+            Assert.Equal(0, ln.ExitCode);
+        }
+
+        using var sendfile = new InstrumentRecorder(Meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
+        RawResponse first = await RawHttp.SendAsync(endpoint, "/" + name);
+        Assert.Equal(before, first.Body);
+        Assert.Equal(before.Length, await WaitForAsync(() => sendfile.Total, before.Length));
+
+        byte[] after = [.. before.Select(b => (byte)~b)];
+        await using (var stream = new FileStream(_outside.PathOf($"orig{lane}.bin"), FileMode.Open, FileAccess.Write))
+        {
+            await stream.WriteAsync(after);
+        }
+
+        File.SetLastWriteTimeUtc(_outside.PathOf($"orig{lane}.bin"), modified);
+        for (int i = 0; i < 3; i++)
+        {
+            RawResponse response = await RawHttp.SendAsync(endpoint, "/" + name);
+            Assert.Equal(200, response.Status);
+            Assert.Equal(first.Headers["ETag"], response.Headers["ETag"]);
+            Assert.Equal(before, response.Body);
+        }
+
+        // Those went from memory: sendfile counted only the first response.
+        Assert.Equal(before.Length, sendfile.Total);
     }
 
     private async Task<(WebApplication App, Uri Address)> StartWithThresholdAsync(long threshold)

@@ -98,7 +98,8 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
 
     public void Copied(long count) => _metrics.SendPathSent(count, sendfile: false);
 
-    public long CachedMinimumLength => _settings.CachedMinimumLength;
+    // MinimumLength applies to every body; a cached one must also reach CachedMinimumLength.
+    public long CachedMinimumLength => Math.Max(_settings.CachedMinimumLength, _settings.MinimumLength);
 
     /// <summary>Why this response cannot be a hole, or null when it can.</summary>
     private string? Check(IFeatureCollection features, FileStamp? stamp, long count, out PipeWriter? writer)
