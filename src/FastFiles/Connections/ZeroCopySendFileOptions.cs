@@ -15,8 +15,8 @@ public sealed class ZeroCopySendFileOptions
     /// on they are sent with sendfile(2) from a descriptor the cache keeps open (within <c>FastFilesOptions.MaxOpenFiles</c>),
     /// which costs the server less CPU than copying them into the socket (one core, loopback: 12.8 against 16.6 us per
     /// 32 KiB response, 19.4 against 24.9 us at 64 KiB, no difference at 16 KiB). The memory copy still serves TLS and
-    /// HTTP/2, and any response the send path cannot take. <see cref="long.MaxValue"/> writes every cached body from
-    /// memory.
+    /// HTTP/2, and any response the send path cannot take. <see cref="MinimumLength"/> applies too (the larger of the
+    /// two is the threshold). <see cref="long.MaxValue"/> writes every cached body from memory.
     /// </summary>
     /// <remarks>Defaults to 32 KiB.</remarks>
     public long CachedMinimumLength { get; set; } = 32 * 1024;
