@@ -207,6 +207,60 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
         Assert.Equal(before.Length, sendfile.Total);
     }
 
+    // With one descriptor slot, building a second entry retires the first one's descriptor: the lane then sends that
+    // body from memory (no open per request). An h2c stream never leases the descriptor (the send path would decline
+    // it as HTTP/2 and count a fallback).
+    [Fact]
+    public async Task Without_its_descriptor_a_cached_body_is_sent_from_memory_and_h2c_never_leases_one()
+    {
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
+        builder.Services.AddFastFiles(o => o.MaxOpenFiles = 1);
+        builder.WebHost.ConfigureKestrel(k =>
+        {
+            void Lane(StaticLaneOptions o) => o.Roots.Add(new StaticLaneRootOptions { PhysicalPath = _files.Root, Files = new() { FileProvider = new PhysicalFileProvider(_files.Root) } });
+            k.Listen(IPAddress.Loopback, 0, l =>
+            {
+                l.Protocols = HttpProtocols.Http1;
+                l.UseZeroCopySendFile().UseStaticLane(Lane);
+            });
+            k.Listen(IPAddress.Loopback, 0, l =>
+            {
+                l.Protocols = HttpProtocols.Http2;
+                l.UseZeroCopySendFile();
+            });
+        });
+        await using WebApplication app = builder.Build();
+        app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root) });
+        Uri[] addresses = await CodeEndpoints.StartAsync(app);
+        IMeterFactory meters = app.Services.GetRequiredService<IMeterFactory>();
+        using var sendfile = new InstrumentRecorder(meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
+        using var http2 = new InstrumentRecorder(meters, "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "http2"));
+
+        Assert.Equal(_contents["c40k.bin"], (await RawHttp.SendAsync(addresses[0], "/c40k.bin")).Body);
+        Assert.Equal(40_000, await WaitForAsync(() => sendfile.Total, 40_000));
+        Assert.Equal(_contents["c64k.bin"], (await RawHttp.SendAsync(addresses[0], "/c64k.bin")).Body);
+        Assert.Equal(40_000 + (64 * 1024), await WaitForAsync(() => sendfile.Total, 40_000 + (64 * 1024)));
+        for (int i = 0; i < 3; i++)
+        {
+            Assert.Equal(_contents["c40k.bin"], (await RawHttp.SendAsync(addresses[0], "/c40k.bin")).Body);
+        }
+
+        using var client = new HttpClient();
+        for (int i = 0; i < 3; i++)
+        {
+            using HttpResponseMessage response = await client.SendAsync(new HttpRequestMessage(HttpMethod.Get, new Uri(addresses[1], "/c64k.bin"))
+            {
+                Version = HttpVersion.Version20,
+                VersionPolicy = HttpVersionPolicy.RequestVersionExact,
+            });
+            Assert.Equal(_contents["c64k.bin"], await response.Content.ReadAsByteArrayAsync());
+        }
+
+        Assert.Equal(40_000 + (64 * 1024), sendfile.Total);
+        Assert.Equal(0, http2.Total);
+        await app.StopAsync();
+    }
+
     private async Task<(WebApplication App, Uri Address)> StartWithThresholdAsync(long threshold)
     {
         WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
