@@ -95,21 +95,6 @@ internal sealed class CachedFile
     /// <summary>Whether a version of this entry still holds a descriptor open across requests.</summary>
     public bool HoldsHandles => Identity.SharedHandle is { IsRetired: false } || Array.Exists(Variants, v => v?.SharedHandle is { IsRetired: false });
 
-    /// <summary>Closes (once leases end) the descriptors this entry's versions hold; returns how many it retired.</summary>
-    public int RetireHandles()
-    {
-        int retired = Identity.SharedHandle?.Retire() == true ? 1 : 0;
-        foreach (FileVersion? variant in Variants)
-        {
-            if (variant?.SharedHandle?.Retire() == true)
-            {
-                retired++;
-            }
-        }
-
-        return retired;
-    }
-
     public long ValidatedAt => Volatile.Read(ref _validatedAt);
 
     public long LastAccess => Volatile.Read(ref _lastAccess);

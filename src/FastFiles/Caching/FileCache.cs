@@ -148,8 +148,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
             catch
             {
                 // No entry will hold these versions: their kept descriptors (and slots) go now.
-                Retire(identity);
-                Array.ForEach(variants, Retire);
+                RetireHandles(identity, variants);
                 throw;
             }
         }
@@ -356,6 +355,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         return false;
     }
 
+    // Closes (once leases end) the descriptor a version holds and frees its slot; a second call does nothing.
     private void Retire(FileVersion? version)
     {
         if (version?.SharedHandle?.Retire() == true)
@@ -364,13 +364,12 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         }
     }
 
-    private void RetireHandles(CachedFile entry)
+    private void RetireHandles(CachedFile entry) => RetireHandles(entry.Identity, entry.Variants);
+
+    private void RetireHandles(FileVersion identity, FileVersion?[] variants)
     {
-        int retired = entry.RetireHandles();
-        if (retired > 0)
-        {
-            Interlocked.Add(ref _openHandles, -retired);
-        }
+        Retire(identity);
+        Array.ForEach(variants, Retire);
     }
 
     private FileSystemWatcher? StartWatcher()
