@@ -62,13 +62,7 @@ public sealed partial class LaneHost : IAsyncDisposable
         string root, Action<KestrelServerOptions>? kestrel = null, Func<string, FastStaticFileOptions>? files = null, Action<ListenOptions>? plainLane = null)
     {
         files ??= FilesFor;
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
-        {
-            Args = ["--hostBuilder:reloadConfigOnChange=false"],
-            EnvironmentName = "Production",
-            ContentRootPath = AppContext.BaseDirectory,
-        });
-        builder.Logging.ClearProviders();
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
         builder.Logging.SetMinimumLevel(LogLevel.Warning);
         builder.Services.AddFastFiles();
         builder.WebHost.ConfigureKestrel(k =>

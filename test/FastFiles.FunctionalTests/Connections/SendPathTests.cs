@@ -488,13 +488,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
     private static async Task<(WebApplication App, Uri Address)> StartConfiguredAsync(
         TestFiles files, Dictionary<string, string?> settings, Action<KestrelServerOptions> configureKestrel)
     {
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
-        {
-            Args = ["--hostBuilder:reloadConfigOnChange=false"],
-            EnvironmentName = "Production",
-            ContentRootPath = AppContext.BaseDirectory,
-        });
-        builder.Logging.ClearProviders();
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
         settings["Kestrel:Endpoints:Plain:Url"] = "http://127.0.0.1:0";
         settings["Kestrel:Endpoints:Plain:Protocols"] = "Http1";
         builder.Configuration.AddInMemoryCollection(settings);

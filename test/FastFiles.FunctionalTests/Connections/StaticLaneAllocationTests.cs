@@ -9,7 +9,6 @@ using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Logging;
 
 namespace FastFiles.FunctionalTests.Connections;
 
@@ -137,13 +136,7 @@ internal sealed class LaneApp : IAsyncDisposable
 
     public static async Task<LaneApp> StartAsync(string root)
     {
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
-        {
-            Args = ["--hostBuilder:reloadConfigOnChange=false"],
-            EnvironmentName = "Production",
-            ContentRootPath = AppContext.BaseDirectory,
-        });
-        builder.Logging.ClearProviders();
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
         builder.Services.AddFastFiles();
         builder.WebHost.ConfigureKestrel(k => k.Listen(IPAddress.Loopback, 0, l =>
         {

@@ -1,7 +1,6 @@
 using System.Security.Cryptography.X509Certificates;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Configuration;
-using Microsoft.Extensions.Logging;
 
 namespace FastFiles.FunctionalTests.Infrastructure;
 
@@ -16,8 +15,7 @@ public static class ConfiguredEndpoints
     {
         string pfx = files.PathOf("server.pfx");
         File.WriteAllBytes(pfx, TestCertificate.Instance.Export(X509ContentType.Pkcs12, "pw"));
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions { Args = ["--hostBuilder:reloadConfigOnChange=false"], EnvironmentName = "Production", ContentRootPath = AppContext.BaseDirectory });
-        builder.Logging.ClearProviders();
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
         builder.Configuration.AddInMemoryCollection(new Dictionary<string, string?>
         {
             ["Kestrel:Endpoints:Secure:Url"] = "https://127.0.0.1:0",
