@@ -102,7 +102,7 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
             using var sendfile = new InstrumentRecorder(Meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
             string actual = LaneHost.WithoutDates(await LaneHost.ExchangeAsync(endpoint, [burst]));
             Assert.Equal(expected, actual);
-            Assert.Equal(expectedSendfile, await WaitForAsync(() => sendfile.Total, expectedSendfile));
+            Assert.Equal(expectedSendfile, await Poll.UntilAsync(() => sendfile.Total, expectedSendfile));
         }
     }
 
@@ -160,7 +160,7 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
         Assert.True(sawNew, "the cache kept the old version");
         using var sendfile = new InstrumentRecorder(Meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
         Assert.Equal(after, (await RawHttp.SendAsync(endpoint, "/" + name)).Body);
-        Assert.Equal(after.Length, await WaitForAsync(() => sendfile.Total, after.Length));
+        Assert.Equal(after.Length, await Poll.UntilAsync(() => sendfile.Total, after.Length));
     }
 
     // A file rewritten in place through a hard link outside the root, its length and modification time restored (as
@@ -186,7 +186,7 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
         using var sendfile = new InstrumentRecorder(Meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
         RawResponse first = await RawHttp.SendAsync(endpoint, "/" + name);
         Assert.Equal(before, first.Body);
-        Assert.Equal(before.Length, await WaitForAsync(() => sendfile.Total, before.Length));
+        Assert.Equal(before.Length, await Poll.UntilAsync(() => sendfile.Total, before.Length));
 
         byte[] after = [.. before.Select(b => (byte)~b)];
         await using (var stream = new FileStream(_outside.PathOf($"orig{lane}.bin"), FileMode.Open, FileAccess.Write))
@@ -237,9 +237,9 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
         using var http2 = new InstrumentRecorder(meters, "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "http2"));
 
         Assert.Equal(_contents["c40k.bin"], (await RawHttp.SendAsync(addresses[0], "/c40k.bin")).Body);
-        Assert.Equal(40_000, await WaitForAsync(() => sendfile.Total, 40_000));
+        Assert.Equal(40_000, await Poll.UntilAsync(() => sendfile.Total, 40_000));
         Assert.Equal(_contents["c64k.bin"], (await RawHttp.SendAsync(addresses[0], "/c64k.bin")).Body);
-        Assert.Equal(40_000 + (64 * 1024), await WaitForAsync(() => sendfile.Total, 40_000 + (64 * 1024)));
+        Assert.Equal(40_000 + (64 * 1024), await Poll.UntilAsync(() => sendfile.Total, 40_000 + (64 * 1024)));
         for (int i = 0; i < 3; i++)
         {
             Assert.Equal(_contents["c40k.bin"], (await RawHttp.SendAsync(addresses[0], "/c40k.bin")).Body);
@@ -269,17 +269,5 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
         WebApplication app = builder.Build();
         app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root) });
         return (app, (await CodeEndpoints.StartAsync(app))[0]);
-    }
-
-    private static async Task<long> WaitForAsync(Func<long> read, long expected)
-    {
-        DateTime deadline = DateTime.UtcNow + TimeSpan.FromSeconds(10);
-        long value;
-        while ((value = read()) < expected && DateTime.UtcNow < deadline)
-        {
-            await Task.Delay(10);
-        }
-
-        return value;
     }
 }

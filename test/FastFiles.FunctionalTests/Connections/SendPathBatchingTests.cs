@@ -180,7 +180,7 @@ public sealed partial class SendPathBatchingTests(SendPathBatchingTests.Fixture 
             socket.Close();
         }
 
-        Assert.Equal(0, await WaitForZeroAsync(() => BlockPool.Outstanding));
+        Assert.Equal(0, await Poll.UntilAsync(() => BlockPool.Outstanding, 0));
         string[] errors = _f.Logs.AtLeast(LogLevel.Error).ToArray();
         Assert.True(errors.Length == 0, string.Join("\n", errors));
 
@@ -217,18 +217,6 @@ public sealed partial class SendPathBatchingTests(SendPathBatchingTests.Fixture 
     }
 
     private static string WithoutDate(byte[] response) => DateLine().Replace(Encoding.Latin1.GetString(response), "Date: -\r\n");
-
-    private static async Task<long> WaitForZeroAsync(Func<long> read)
-    {
-        DateTime deadline = DateTime.UtcNow + TimeSpan.FromSeconds(30);
-        long value;
-        while ((value = read()) != 0 && DateTime.UtcNow < deadline)
-        {
-            await Task.Delay(10);
-        }
-
-        return value;
-    }
 
     [GeneratedRegex("Date: [^\r]*\r\n")]
     private static partial Regex DateLine();

@@ -157,7 +157,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         Assert.True(file.AsSpan((int)start, (int)length).SequenceEqual(viaSendfile.Body));
 
         // Every body byte of the send-path response went by sendfile (stock UseStaticFiles and Results.File included).
-        Assert.Equal(viaSendfile.Body.Length, await WaitForAsync(() => sendfile.Total, viaSendfile.Body.Length));
+        Assert.Equal(viaSendfile.Body.Length, await Poll.UntilAsync(() => sendfile.Total, viaSendfile.Body.Length));
     }
 
     [Theory]
@@ -277,7 +277,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /fast/{name} HTTP/1.1\r\nHost: {_f.Host.Http.Authority}\r\n\r\n"));
 
         // Let the send start and fill the socket, then swap the file under it.
-        await WaitForAsync(() => socket.Available, 1);
+        await Poll.UntilAsync(() => socket.Available, 1);
         File.Move(_f.Files.PathOf(name + ".new"), _f.Files.PathOf(name), overwrite: true);
         using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
         var response = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
@@ -314,7 +314,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
 
         // Every response ends (the server notices each reset), its file is closed and its blocks are back in the pool.
         Assert.Equal(0, await OpenFileDescriptors.WaitForNoneUnderAsync(_f.Files.Root, TimeSpan.FromSeconds(30)));
-        Assert.Equal(0, await WaitForAsync(() => BlockPool.Outstanding, 0));
+        Assert.Equal(0, await Poll.UntilAsync(() => BlockPool.Outstanding, 0));
         string[] errors = _f.Logs.AtLeast(LogLevel.Error).ToArray();
         Assert.True(errors.Length == 0, string.Join("\n", errors));
 
@@ -352,11 +352,11 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         RawResponse viaReplaced = await RawHttp.SendAsync(_f.Host.Http, "/replaced/f65537.txt");
         Assert.Equal(expected, viaReplaced.Body);
 
-        Assert.Equal(1, await WaitForAsync(() => tls.Total, 1));
-        Assert.Equal(1, await WaitForAsync(() => http2.Total, 1));
-        Assert.Equal(1, await WaitForAsync(() => chunked.Total, 1));
-        Assert.Equal(1, await WaitForAsync(() => replaced.Total, 1));
-        Assert.Equal(4L * expected.Length, await WaitForAsync(() => copied.Total, 4L * expected.Length));
+        Assert.Equal(1, await Poll.UntilAsync(() => tls.Total, 1));
+        Assert.Equal(1, await Poll.UntilAsync(() => http2.Total, 1));
+        Assert.Equal(1, await Poll.UntilAsync(() => chunked.Total, 1));
+        Assert.Equal(1, await Poll.UntilAsync(() => replaced.Total, 1));
+        Assert.Equal(4L * expected.Length, await Poll.UntilAsync(() => copied.Total, 4L * expected.Length));
     }
 
     [Fact]
@@ -371,7 +371,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
             using var stream = new NetworkStream(socket, ownsSocket: false);
             var reader = new HttpConnectionReader(stream);
             await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /big.txt HTTP/1.1\r\nHost: {host.Http.Authority}\r\n\r\n"));
-            await WaitForAsync(() => socket.Available, 1);
+            await Poll.UntilAsync(() => socket.Available, 1);
 
             // The client has read nothing yet, so the send is still in flight when the server is asked to stop.
             Task stopping = host.StopAsync();
@@ -425,7 +425,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         using var stream = new NetworkStream(socket, ownsSocket: false);
         var reader = new HttpConnectionReader(stream);
         await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /big.txt HTTP/1.1\r\nHost: {rate.Host.Http.Authority}\r\n\r\n"));
-        await WaitForAsync(() => socket.Available, 1);
+        await Poll.UntilAsync(() => socket.Available, 1);
         await Task.Delay(100);
         using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
         var response = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
@@ -446,7 +446,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         Assert.Equal(200, status);
 
         // Read nothing until the server has given up (32 MiB at 4 MiB/s: 8 s allowed), then drain what was sent.
-        await WaitForAsync(() => OpenFileDescriptors.CountUnder(rate.Files.Root), 0);
+        await Poll.UntilAsync(() => OpenFileDescriptors.CountUnder(rate.Files.Root), 0);
         var received = new MemoryStream();
         received.Write(leftover);
         await RawHttp.ReadToEndAsync(stream, received, timeout.Token);
@@ -514,7 +514,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
             using var sendfile = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
             RawResponse response = await RawHttp.SendAsync(address, "/page.txt");
             Assert.Equal(content, response.Body);
-            Assert.Equal(content.Length, await WaitForAsync(() => sendfile.Total, content.Length));
+            Assert.Equal(content.Length, await Poll.UntilAsync(() => sendfile.Total, content.Length));
             await app.StopAsync();
         }
     }
@@ -543,11 +543,11 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
 
             RawResponse copied = await RawHttp.SendAsync(address, "/small.txt");
             Assert.Equal(small, copied.Body);
-            Assert.Equal(1, await WaitForAsync(() => belowMinimum.Total, 1));
+            Assert.Equal(1, await Poll.UntilAsync(() => belowMinimum.Total, 1));
 
             RawResponse sent = await RawHttp.SendAsync(address, "/large.txt");
             Assert.Equal(large, sent.Body);
-            Assert.Equal(large.Length, await WaitForAsync(() => sendfile.Total, large.Length));
+            Assert.Equal(large.Length, await Poll.UntilAsync(() => sendfile.Total, large.Length));
             Assert.Equal(1, belowMinimum.Total);
             await app.StopAsync();
         }
@@ -565,24 +565,6 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         string[] parts = value["bytes ".Length..].Split('/')[0].Split('-');
         long start = long.Parse(parts[0], System.Globalization.CultureInfo.InvariantCulture);
         return (start, long.Parse(parts[1], System.Globalization.CultureInfo.InvariantCulture) - start + 1);
-    }
-
-    /// <summary>Polls (bounded, 30 s) until <paramref name="read"/> returns <paramref name="expected"/> (or more, for counters); returns the last value.</summary>
-    private static async Task<long> WaitForAsync(Func<long> read, long expected)
-    {
-        DateTime deadline = DateTime.UtcNow + TimeSpan.FromSeconds(30);
-        long value;
-        while ((value = read()) != expected && DateTime.UtcNow < deadline)
-        {
-            if (expected > 0 && value > expected)
-            {
-                break;
-            }
-
-            await Task.Delay(10);
-        }
-
-        return value;
     }
 }
 
