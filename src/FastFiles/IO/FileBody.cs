@@ -42,7 +42,7 @@ internal static class FileBody
         bool flushAtEnd,
         CancellationToken cancellationToken)
     {
-        if (await sender.TrySendAsync(features, file, stamp, offset, count, cancellationToken) is { } sent)
+        if (await sender.TrySendAsync(features, file, stamp, stampChecked: false, offset, count, cancellationToken) is { } sent)
         {
             return sent;
         }

@@ -17,8 +17,10 @@ internal interface IZeroCopyFileSender
     /// cannot go this way (the reason is recorded): nothing was written then and the caller copies instead. With a
     /// <paramref name="stamp"/>, the file is checked before the last bytes are sent and, if it was rewritten since, the
     /// connection is aborted with those bytes held back (<see cref="FileSendStatus.Changed"/>).
+    /// <paramref name="stampChecked"/>: the caller compared the descriptor with <paramref name="stamp"/> just before this
+    /// call, so a body that is all final chunk needs no second look if nothing waits before its first send.
     /// </summary>
-    ValueTask<FileSendStatus?> TrySendAsync(IFeatureCollection features, SafeFileHandle file, FileStamp? stamp, long offset, long count, CancellationToken cancellationToken);
+    ValueTask<FileSendStatus?> TrySendAsync(IFeatureCollection features, SafeFileHandle file, FileStamp? stamp, bool stampChecked, long offset, long count, CancellationToken cancellationToken);
 
     /// <summary>Cached bodies from this length on are sent from the file rather than copied from memory.</summary>
     long CachedMinimumLength { get; }

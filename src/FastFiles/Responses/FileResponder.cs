@@ -239,7 +239,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
         try
         {
-            return FileStamp.FromHandle(handle) == file.Stamp ? await sender.TrySendAsync(features, handle, file.Stamp, start, count, aborted) : null;
+            return FileStamp.FromHandle(handle) == file.Stamp ? await sender.TrySendAsync(features, handle, file.Stamp, stampChecked: true, start, count, aborted) : null;
         }
         finally
         {

@@ -16,7 +16,7 @@ internal sealed partial class SendPathWriter
     /// <summary>
     /// Sends everything written so far, then <paramref name="count"/> bytes of <paramref name="file"/> from
     /// <paramref name="offset"/>, checking before the final chunk that the file still has <paramref name="stamp"/> (the
-    /// version the head describes). Anything but <see cref="FileSendStatus.Completed"/> means the connection was aborted.
+    /// version the head describes; the caller has just compared them). Anything but <see cref="FileSendStatus.Completed"/> means the connection was aborted.
     /// </summary>
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
     public async ValueTask<FileSendStatus?> SendAfterWrittenAsync(SafeFileHandle file, FileStamp stamp, long offset, long count, MinDataRate? rate)
@@ -26,7 +26,9 @@ internal sealed partial class SendPathWriter
 
         // The lane flushes while it holds the input, so it never holds a flush back for a batch; taking the socket is
         // immediate unless that changes.
-        await BeginOwnerSendAsync();
+        ValueTask owning = BeginOwnerSendAsync();
+        bool stampChecked = owning.IsCompleted;
+        await owning;
         try
         {
             if (_failed || _released)
@@ -39,7 +41,7 @@ internal sealed partial class SendPathWriter
                 return FileSendStatus.ClientDisconnected;
             }
 
-            return await SendHoleAsync(file, stamp, offset, count, rate);
+            return await SendHoleAsync(file, stamp, stampChecked, offset, count, rate);
         }
         finally
         {
