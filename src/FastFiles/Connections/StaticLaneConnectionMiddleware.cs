@@ -459,9 +459,9 @@ internal sealed class StaticLaneConnectionMiddleware
     }
 
     /// <summary>A body from disk: a leased (or opened) descriptor of the version the headers describe.</summary>
-    private readonly struct LaneFileBody(SafeFileHandle handle, SharedFileHandle? shared, FileStamp stamp, long offset, long count)
+    private readonly struct LaneFileBody(VersionHandle descriptor, FileStamp stamp, long offset, long count)
     {
-        public SafeFileHandle? Handle { get; } = handle;
+        public SafeFileHandle? Handle => descriptor.Handle;
 
         public FileStamp Stamp { get; } = stamp;
 
@@ -473,57 +473,24 @@ internal sealed class StaticLaneConnectionMiddleware
         public static bool TryOpen(FileVersion version, long offset, long count, bool leaseOnly, out LaneFileBody body)
         {
             body = default;
-            if (version.PhysicalPath is null)
+            try
             {
-                return false;
-            }
-
-            // The descriptor the open-file cache keeps (no open per request), else one for this response.
-            SharedFileHandle? shared = version.SharedHandle;
-            SafeFileHandle? handle = shared?.TryAcquire();
-            if (handle is null)
-            {
-                if (leaseOnly)
+                if (!VersionHandle.TryAcquire(version, leaseOnly, out VersionHandle descriptor))
                 {
                     return false;
                 }
 
-                shared = null;
-                try
-                {
-                    handle = FileVersion.OpenHandle(version.PhysicalPath);
-                }
-                catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
-                {
-                    // Gone, unreadable, or out of descriptors: the app's middleware answers (404, 503).
-                    return false;
-                }
+                body = new LaneFileBody(descriptor, version.Stamp, offset, count);
+                return true;
             }
-
-            body = new LaneFileBody(handle, shared, version.Stamp, offset, count);
-
-            // Still the version the prebuilt headers describe (an in-place write keeps the descriptor, not the stamp).
-            if (FileStamp.FromHandle(handle) != version.Stamp)
+            catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
             {
-                body.Release();
-                body = default;
+                // Gone, unreadable, or out of descriptors: the app's middleware answers (404, 503).
                 return false;
             }
-
-            return true;
         }
 
-        public void Release()
-        {
-            if (shared is not null)
-            {
-                shared.Release();
-            }
-            else
-            {
-                Handle?.Dispose();
-            }
-        }
+        public void Release() => descriptor.Dispose();
     }
 
     // The rest of a request did not come within RequestHeadersTimeout from its first bytes: Kestrel's answer, a 408 that

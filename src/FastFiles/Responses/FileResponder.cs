@@ -75,37 +75,25 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         // A body from disk for a version without an open handle (a cached entry): lease the descriptor the cache keeps
         // open, or open the file now, before any header is set, and make sure it is still the version the headers
         // will describe (an in-place write keeps the descriptor but changes the stamp).
-        SafeFileHandle? opened = null;
-        SharedFileHandle? leased = null;
+        VersionHandle lease = default;
         if (plan.Body is ResponseBody.FileHandle or ResponseBody.Multipart
             && file.Content is null && file.Handle is null && file.PhysicalPath is not null)
         {
-            if (file.SharedHandle?.TryAcquire() is { } shared)
+            try
             {
-                opened = shared;
-                leased = file.SharedHandle;
-            }
-            else
-            {
-                try
-                {
-                    opened = FileVersion.OpenHandle(file.PhysicalPath);
-                }
-                catch (Exception ex) when (ex is IOException or UnauthorizedAccessException && !DescriptorExhaustion.Is(ex))
+                if (!VersionHandle.TryAcquire(file, leaseOnly: false, out lease))
                 {
                     return false;
                 }
             }
-
-            if (FileStamp.FromHandle(opened) != file.Stamp)
+            catch (Exception ex) when (ex is IOException or UnauthorizedAccessException && !DescriptorExhaustion.Is(ex))
             {
-                new HandleLease(opened, leased).Dispose();
                 return false;
             }
         }
 
-        using HandleLease lease = new(opened, leased);
-        SafeFileHandle? owned = opened;
+        using VersionHandle held = lease;
+        SafeFileHandle? owned = lease.Handle;
         Apply(plan, response);
         settings.OnPrepareResponse?.Invoke(new FastFileResponseContext(context, file.PhysicalPath, file.FileInfo, file.ContentEncoding));
         int status = plan.StatusCode;
@@ -231,19 +219,14 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
     private static async ValueTask<FileSendStatus?> SendCachedAsync(
         IFeatureCollection features, IZeroCopyFileSender sender, FileVersion file, long start, long count, CancellationToken aborted)
     {
-        SharedFileHandle shared = file.SharedHandle!;
-        if (shared.TryAcquire() is not { } handle)
+        if (!VersionHandle.TryAcquire(file, leaseOnly: true, out VersionHandle lease))
         {
             return null;
         }
 
-        try
+        using (lease)
         {
-            return FileStamp.FromHandle(handle) == file.Stamp ? await sender.TrySendAsync(features, handle, file.Stamp, stampChecked: true, start, count, aborted) : null;
-        }
-        finally
-        {
-            shared.Release();
+            return await sender.TrySendAsync(features, lease.Handle!, file.Stamp, stampChecked: true, start, count, aborted);
         }
     }
 
@@ -340,23 +323,6 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         if (plan.ContentLength is { } length)
         {
             response.ContentLength = length;
-        }
-    }
-
-    // Ends this response's use of a descriptor: a lease on the cache's shared one is released, one opened for this
-    // response is closed. A struct, so the hot path allocates nothing for it.
-    private readonly struct HandleLease(SafeFileHandle? handle, SharedFileHandle? shared) : IDisposable
-    {
-        public void Dispose()
-        {
-            if (shared is not null)
-            {
-                shared.Release();
-            }
-            else
-            {
-                handle?.Dispose();
-            }
         }
     }
 }
