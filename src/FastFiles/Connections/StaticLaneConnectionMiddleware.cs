@@ -448,13 +448,24 @@ internal sealed class StaticLaneConnectionMiddleware
         }
 
         ReadOnlySpan<byte> date = StaticLaneDate.Line;
-        written = status switch
+        try
         {
-            StatusCodes304 => response.WriteNotModified(output, date, close),
-            StatusCodes416 => response.WriteUnsatisfiable(output, date, close),
-            StatusCodes206 => response.WritePartial(output, date, close, start, count, withBody: !fromDisk),
-            _ => response.WriteOk(output, date, close, withBody: !request.IsHead && !fromDisk),
-        };
+            written = status switch
+            {
+                StatusCodes304 => response.WriteNotModified(output, date, close),
+                StatusCodes416 => response.WriteUnsatisfiable(output, date, close),
+                StatusCodes206 => response.WritePartial(output, date, close, start, count, withBody: !fromDisk),
+                _ => response.WriteOk(output, date, close, withBody: !request.IsHead && !fromDisk),
+            };
+        }
+        catch
+        {
+            // The writer failed (the connection is going): the descriptor goes back now, as the caller never sees it.
+            file.Release();
+            file = default;
+            throw;
+        }
+
         return true;
     }
 

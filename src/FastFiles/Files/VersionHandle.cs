@@ -23,15 +23,16 @@ internal readonly struct VersionHandle : IDisposable
     /// <summary>
     /// Leases <paramref name="version"/>'s kept descriptor or, unless <paramref name="leaseOnly"/>, opens its path, and
     /// compares the descriptor with the version's stamp. False, with nothing held, when there is no descriptor to lease
-    /// (and none may be opened) or the file no longer has that version. An open that fails throws, as
-    /// <see cref="FileVersion.OpenHandle"/> does: what a failure means (a 404, a 503, a hand-off) is the caller's.
+    /// (and none may be opened) or the file no longer has that version. An open or a stat that fails throws (nothing is
+    /// held then), as <see cref="FileVersion.OpenHandle"/> does: what a failure means (a 404, a 503, a hand-off) is the
+    /// caller's.
     /// </summary>
-    public static bool TryAcquire(FileVersion version, bool leaseOnly, out VersionHandle body)
+    public static bool TryAcquire(FileVersion version, bool leaseOnly, out VersionHandle handle)
     {
-        body = default;
+        handle = default;
         SharedFileHandle? shared = version.SharedHandle;
-        SafeFileHandle? handle = shared?.TryAcquire();
-        if (handle is null)
+        SafeFileHandle? descriptor = shared?.TryAcquire();
+        if (descriptor is null)
         {
             if (leaseOnly || version.PhysicalPath is null)
             {
@@ -39,14 +40,14 @@ internal readonly struct VersionHandle : IDisposable
             }
 
             shared = null;
-            handle = FileVersion.OpenHandle(version.PhysicalPath);
+            descriptor = FileVersion.OpenHandle(version.PhysicalPath);
         }
 
-        var acquired = new VersionHandle(handle, shared);
+        var acquired = new VersionHandle(descriptor, shared);
         bool same;
         try
         {
-            same = FileStamp.FromHandle(handle) == version.Stamp;
+            same = FileStamp.FromHandle(descriptor) == version.Stamp;
         }
         catch
         {
@@ -60,7 +61,7 @@ internal readonly struct VersionHandle : IDisposable
             return false;
         }
 
-        body = acquired;
+        handle = acquired;
         return true;
     }
 

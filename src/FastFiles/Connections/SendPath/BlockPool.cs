@@ -3,17 +3,25 @@ using System.Collections.Concurrent;
 namespace FastFiles.Connections.SendPath;
 
 /// <summary>
-/// The send path's output blocks: 16 KiB, pinned (their addresses go to sendmsg(2) without a fixed statement), shared
-/// by all connections. At most <see cref="MaxRetained"/> (16 MiB) are kept; beyond that returned blocks go to the GC.
-/// Rentals and returns are counted so tests can prove that no connection ending keeps a block.
+/// The send path's output blocks, pinned (their addresses go to sendmsg(2) without a fixed statement) and shared by all
+/// connections, in two sizes: 16 KiB for Kestrel's own writes, and 64 KiB for a body writer that asks for that much at
+/// once (FastFiles' copy path reads up to 64 KiB per call). Each size keeps at most 16 MiB; beyond that returned blocks
+/// go to the GC. Rentals and returns are counted so tests can prove that no connection ending keeps a block.
 /// </summary>
 internal static class BlockPool
 {
     public const int BlockSize = 16 * 1024;
     public const int MaxRetained = 1024;
 
-    private static readonly ConcurrentQueue<byte[]> Blocks = new();
-    private static int s_retained;
+    /// <summary>
+    /// The larger size. Without it every 64 KiB request allocated a pinned array: 265 KB per 1 MiB four-range response
+    /// and 0.62x the copy path's throughput there (benchmarks/results/large-blocks-2026-11-26).
+    /// </summary>
+    public const int LargeBlockSize = 64 * 1024;
+    public const int MaxLargeRetained = 256;
+
+    private static readonly Pool Small = new(BlockSize, MaxRetained);
+    private static readonly Pool Large = new(LargeBlockSize, MaxLargeRetained);
     private static long s_rented;
     private static long s_returned;
 
@@ -23,37 +31,56 @@ internal static class BlockPool
     public static byte[] Rent()
     {
         Interlocked.Increment(ref s_rented);
-        if (Blocks.TryDequeue(out byte[]? block))
-        {
-            Interlocked.Decrement(ref s_retained);
-            return block;
-        }
-
-        return GC.AllocateUninitializedArray<byte>(BlockSize, pinned: true);
+        return Small.Rent();
     }
 
-    /// <summary>A buffer for a request larger than a block (rare: Kestrel writes in smaller pieces); counted like a block.</summary>
+    /// <summary>A buffer for a request larger than a block: a pooled 64 KiB block up to that size, else an array of its own.</summary>
     public static byte[] RentLarge(int size)
     {
         Interlocked.Increment(ref s_rented);
-        return GC.AllocateUninitializedArray<byte>(size, pinned: true);
+        return size <= LargeBlockSize ? Large.Rent() : GC.AllocateUninitializedArray<byte>(size, pinned: true);
     }
 
     public static void Return(byte[] block)
     {
         Interlocked.Increment(ref s_returned);
-        if (block.Length != BlockSize)
+        if (block.Length == BlockSize)
         {
-            return;
+            Small.Return(block);
+        }
+        else if (block.Length == LargeBlockSize)
+        {
+            Large.Return(block);
+        }
+    }
+
+    /// <summary>One size of pinned blocks, keeping at most <c>maxRetained</c> of them for reuse.</summary>
+    internal sealed class Pool(int size, int maxRetained)
+    {
+        private readonly ConcurrentQueue<byte[]> _blocks = new();
+        private int _retained;
+
+        public byte[] Rent()
+        {
+            if (_blocks.TryDequeue(out byte[]? block))
+            {
+                Interlocked.Decrement(ref _retained);
+                return block;
+            }
+
+            return GC.AllocateUninitializedArray<byte>(size, pinned: true);
         }
 
-        if (Interlocked.Increment(ref s_retained) <= MaxRetained)
+        public void Return(byte[] block)
         {
-            Blocks.Enqueue(block);
-        }
-        else
-        {
-            Interlocked.Decrement(ref s_retained);
+            if (Interlocked.Increment(ref _retained) <= maxRetained)
+            {
+                _blocks.Enqueue(block);
+            }
+            else
+            {
+                Interlocked.Decrement(ref _retained);
+            }
         }
     }
 }
