@@ -15,7 +15,7 @@ internal static class BlockPool
 
     /// <summary>
     /// The larger size. Without it every 64 KiB request allocated a pinned array: 265 KB per 1 MiB four-range response
-    /// and 0.62x the copy path's throughput there (benchmarks/results/large-blocks-2026-11-26).
+    /// and, with inline sockets, 0.24x the copy path's throughput there (benchmarks/results/large-blocks-2026-11-26).
     /// </summary>
     public const int LargeBlockSize = 64 * 1024;
     public const int MaxLargeRetained = 256;
