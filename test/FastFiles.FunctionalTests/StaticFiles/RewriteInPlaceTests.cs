@@ -40,6 +40,9 @@ public sealed class RewriteInPlaceTests(RewriteInPlaceTests.Fixture fixture) : I
         /// <summary>A send path endpoint with the default <c>RecentWriteWindow</c> (the main one sends files just written).</summary>
         public Uri SendPathDefaults => Host.Addresses[4];
 
+        /// <summary>The static lane inside the send path, serving the files' root itself.</summary>
+        public Uri Lane => Host.Addresses[5];
+
         protected override async Task<TestHost> StartHostAsync()
         {
             return await TestHost.StartAsync(
@@ -58,11 +61,23 @@ public sealed class RewriteInPlaceTests(RewriteInPlaceTests.Fixture fixture) : I
                     services.AddSingleton<ILoggerProvider>(Logs);
                     services.AddLogging(b => b.AddFilter("FastFiles", LogLevel.Information));
                 },
-                configureKestrel: k => k.Listen(IPAddress.Loopback, 0, l =>
+                configureKestrel: k =>
                 {
-                    l.Protocols = HttpProtocols.Http1;
-                    l.UseZeroCopySendFile(o => o.MinimumLength = 0);
-                }));
+                    k.Listen(IPAddress.Loopback, 0, l =>
+                    {
+                        l.Protocols = HttpProtocols.Http1;
+                        l.UseZeroCopySendFile(o => o.MinimumLength = 0);
+                    });
+                    k.Listen(IPAddress.Loopback, 0, l =>
+                    {
+                        l.Protocols = HttpProtocols.Http1;
+                        // The static lane in the send path: it checks the descriptor just before a body goes out, so the
+                        // body's final chunk is the one place a later rewrite is caught. Files are written just before
+                        // the requests: no RecentWriteWindow, or the lane would hand them to Kestrel.
+                        l.UseZeroCopySendFile(o => o.RecentWriteWindow = TimeSpan.Zero).UseStaticLane(o => o.Roots.Add(
+                            new StaticLaneRootOptions { PhysicalPath = Files.Root, Files = new FastStaticFileOptions { ServeUnknownFileTypes = true } }));
+                    });
+                });
         }
 
         protected override Task StoppingAsync()
@@ -111,6 +126,41 @@ public sealed class RewriteInPlaceTests(RewriteInPlaceTests.Fixture fixture) : I
         Assert.True(closed && received.Length < expected, $"received {received.Length} of {expected} bytes, connection closed: {closed}");
         AssertEachByteFromOneVersion(received.ToArray(), before, after, offset);
         await AssertRecordedAsync(id, name, metric);
+    }
+
+    [Theory]
+    [InlineData(null)]
+    [InlineData("bytes=1000-")]
+    public async Task Static_lane_body_of_a_file_rewritten_in_place_never_looks_complete(string? range)
+    {
+        // The lane compares the descriptor with the version just before sending; for a body longer than the final chunk
+        // the look before that chunk must still happen, or a rewrite during the send completes a body of two versions.
+        (string name, byte[] before, byte[] after) = CreateVersions();
+        int offset = range is null ? 0 : 1000;
+        int expected = Length - offset;
+        using var lane = new InstrumentRecorder(_f.Meters, "fastfiles.lane.requests");
+        var received = new MemoryStream();
+        bool closed;
+        using (Socket socket = await RawHttp.ConnectAsync(_f.Lane, receiveBufferSize: 16 * 1024))
+        {
+            string rangeHeader = range is null ? string.Empty : $"Range: {range}\r\n";
+            await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /{name} HTTP/1.1\r\nHost: x\r\n{rangeHeader}\r\n"));
+            using var stream = new NetworkStream(socket, ownsSocket: false);
+            using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+            (int status, Dictionary<string, string> headers, byte[] leftover) = await RawHttp.ReadHeadAsync(stream, timeout.Token);
+            Assert.Equal(range is null ? 200 : 206, status);
+            Assert.Equal(expected.ToString(CultureInfo.InvariantCulture), headers["Content-Length"]);
+            received.Write(leftover);
+            await ReadUntilAsync(stream, received, ReadBeforeRewrite, timeout.Token);
+            Rewrite(name, after);
+            closed = await ReadUntilAsync(stream, received, expected, timeout.Token);
+        }
+
+        Assert.True(closed && received.Length < expected, $"received {received.Length} of {expected} bytes, connection closed: {closed}");
+        AssertEachByteFromOneVersion(received.ToArray(), before, after, offset);
+
+        // Answered by the lane (from disk, by sendfile), not handed to Kestrel.
+        Assert.Equal(1, lane.Total);
     }
 
     [Theory]
