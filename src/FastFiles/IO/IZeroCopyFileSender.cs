@@ -1,4 +1,5 @@
 using FastFiles.Files;
+using FastFiles.Http;
 using Microsoft.AspNetCore.Http.Features;
 using Microsoft.Win32.SafeHandles;
 
@@ -21,6 +22,13 @@ internal interface IZeroCopyFileSender
     /// call, so a body that is all final chunk needs no second look if nothing waits before its first send.
     /// </summary>
     ValueTask<FileSendStatus?> TrySendAsync(IFeatureCollection features, SafeFileHandle file, FileStamp? stamp, bool stampChecked, long offset, long count, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Sends a multipart/byteranges body (<paramref name="body"/>, whose length the Content-Length must already say):
+    /// each part's header block, its range of <paramref name="file"/> without a copy, then the closing delimiter. As
+    /// <see cref="TrySendAsync"/> otherwise; the stamp is checked before the last part's last bytes.
+    /// </summary>
+    ValueTask<FileSendStatus?> TrySendMultipartAsync(IFeatureCollection features, SafeFileHandle file, FileStamp? stamp, bool stampChecked, MultipartByteRanges body, CancellationToken cancellationToken);
 
     /// <summary>Cached bodies from this length on are sent from the file rather than copied from memory.</summary>
     long CachedMinimumLength { get; }

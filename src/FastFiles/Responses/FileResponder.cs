@@ -141,7 +141,8 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             await response.StartAsync(aborted);
             if (plan.Multipart is { } multipart)
             {
-                result = await WriteMultipartAsync(response, file, owned ?? file.Handle, multipart, aborted);
+                result = await SendMultipartAsync(context, file, owned, multipart, aborted)
+                    ?? await WriteMultipartAsync(response, file, owned ?? file.Handle, multipart, aborted);
             }
             else if (cachedSender is not null && await SendCachedAsync(context.Features, cachedSender, file, start, count, aborted) is { } sent)
             {
@@ -230,9 +231,44 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         }
     }
 
+    // A multipart body through the connection's zero-copy sender, each part's range from a descriptor: the one this
+    // response holds for a body from disk, or for a cached body as long as a cached single range must be
+    // (CachedMinimumLength), the one the cache keeps. Null (nothing written) when there is no sender, no descriptor,
+    // or the sender declines: the parts are then copied. Against copying them, measured in
+    // benchmarks/results/multipart-2026-11-26.
+    private static async ValueTask<FileSendStatus?> SendMultipartAsync(
+        HttpContext context, FileVersion file, SafeFileHandle? owned, MultipartByteRanges multipart, CancellationToken aborted)
+    {
+        if (context.Features.Get<IZeroCopyFileSender>() is not { } sender)
+        {
+            return null;
+        }
+
+        if (file.Content is null)
+        {
+            return (owned ?? file.Handle) is { } handle
+                ? await sender.TrySendMultipartAsync(context.Features, handle, file.Stamp, stampChecked: owned is not null, multipart, aborted)
+                : null;
+        }
+
+        // (HTTP/1.x only, as for a single cached range: an h2c stream sees the sender too, which would decline it after
+        // the lease.)
+        string protocol = context.Request.Protocol;
+        if (file.SharedHandle is null || multipart.ContentLength < sender.CachedMinimumLength
+            || !(HttpProtocol.IsHttp11(protocol) || HttpProtocol.IsHttp10(protocol))
+            || !VersionHandle.TryAcquire(file, leaseOnly: true, out VersionHandle lease))
+        {
+            return null;
+        }
+
+        using (lease)
+        {
+            return await sender.TrySendMultipartAsync(context.Features, lease.Handle!, file.Stamp, stampChecked: true, multipart, aborted);
+        }
+    }
+
     // Each part's header block, then its bytes, then the closing delimiter. The last part from disk checks the file's stamp
-    // before its last bytes leave, which covers writes at any time since the headers were built. Parts are copied, never sent as zero-copy
-    // holes: a hole is one whole body. Each part from disk ends with a flush, so the pipe never holds more than a part's
+    // before its last bytes leave, which covers writes at any time since the headers were built. Each part from disk ends with a flush, so the pipe never holds more than a part's
     // last batch (without it, four 64 KiB parts piled up unflushed and cost 97 KB of allocations per response:
     // benchmarks/results/parity-2026-11-23/NOTE.md).
     private async ValueTask<FileSendStatus> WriteMultipartAsync(
@@ -260,7 +296,13 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         // advanced after an earlier flush (the later parts and the closing delimiter) are not counted.
         writer.Write(multipart.Closing);
         FlushResult flushed = await writer.FlushAsync(aborted);
-        return flushed.IsCanceled ? FileSendStatus.ClientDisconnected : FileSendStatus.Completed;
+        if (flushed.IsCanceled)
+        {
+            return FileSendStatus.ClientDisconnected;
+        }
+
+        response.HttpContext.Features.Get<IZeroCopyFileSender>()?.Copied(multipart.ContentLength);
+        return FileSendStatus.Completed;
 
         static FileSendStatus Copy(PipeWriter writer, byte[] content, long start, long count)
         {

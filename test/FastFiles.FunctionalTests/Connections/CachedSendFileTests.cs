@@ -106,6 +106,40 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
         }
     }
 
+    // A multipart body of a cached file as long as CachedMinimumLength goes by sendfile from the kept descriptor, on
+    // Kestrel's path and after the lane hands it off (the lane answers single ranges only); a short one stays a copy.
+    [Fact]
+    public async Task Cached_multipart_bodies_from_the_threshold_on_go_by_sendfile_and_match_the_copied_bytes()
+    {
+        byte[] file = _contents["c64k.bin"];
+        const string Long = "Range: bytes=0-9999,20000-39999,-15000\r\n";
+        const string Short = "Range: bytes=0-9,100-109\r\n";
+        RawResponse longCopy = await RawHttp.SendAsync(_copy, "/c64k.bin", extraHeaders: Long);
+        RawResponse shortCopy = await RawHttp.SendAsync(_copy, "/c64k.bin", extraHeaders: Short);
+        foreach (Uri endpoint in new[] { _sendPath, _lane })
+        {
+            using var sendfile = new InstrumentRecorder(Meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
+            RawResponse sent = await RawHttp.SendAsync(endpoint, "/c64k.bin", extraHeaders: Long);
+            Assert.Equal(206, sent.Status);
+            Assert.Equal(SameBoundary(longCopy, sent), Encoding.Latin1.GetString(sent.Body));
+            Assert.Equal(10_000 + 20_000 + 15_000, await Poll.UntilAsync(() => sendfile.Total, 45_000));
+            Assert.True(sent.Body.AsSpan().IndexOf(file.AsSpan(20_000, 20_000)) > 0, "the second part's bytes");
+
+            RawResponse copied = await RawHttp.SendAsync(endpoint, "/c64k.bin", extraHeaders: Short);
+            Assert.Equal(206, copied.Status);
+            Assert.Equal(SameBoundary(shortCopy, copied), Encoding.Latin1.GetString(copied.Body));
+            Assert.Equal(45_000, sendfile.Total);
+        }
+
+        // The copied body with the other response's boundary in place of its own.
+        static string SameBoundary(RawResponse copy, RawResponse other)
+        {
+            string Boundary(RawResponse r) => r.Headers["Content-Type"]["multipart/byteranges; boundary=".Length..];
+            Assert.StartsWith("multipart/byteranges; boundary=", other.Headers["Content-Type"], StringComparison.Ordinal);
+            return Encoding.Latin1.GetString(copy.Body).Replace(Boundary(copy), Boundary(other), StringComparison.Ordinal);
+        }
+    }
+
     [Fact]
     public async Task Setting_the_threshold_past_the_cache_limit_keeps_every_cached_body_in_memory()
     {

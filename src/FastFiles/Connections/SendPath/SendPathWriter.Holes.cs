@@ -5,6 +5,7 @@ using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 using FastFiles.Diagnostics;
 using FastFiles.Files;
+using FastFiles.Http;
 using FastFiles.IO;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Connections;
@@ -60,6 +61,15 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     private volatile bool _rateTooLow;
 
     public ValueTask<FileSendStatus?> TrySendAsync(IFeatureCollection features, SafeFileHandle file, FileStamp? stamp, bool stampChecked, long offset, long count, CancellationToken cancellationToken)
+        => TrySendAsync(features, file, stamp, stampChecked, offset, count, multipart: null, cancellationToken);
+
+    public ValueTask<FileSendStatus?> TrySendMultipartAsync(IFeatureCollection features, SafeFileHandle file, FileStamp? stamp, bool stampChecked, MultipartByteRanges body, CancellationToken cancellationToken)
+        => TrySendAsync(features, file, stamp, stampChecked, 0, body.ContentLength, body, cancellationToken);
+
+    // With a multipart body, count is the whole body's length (every part's header block and bytes, and the closing
+    // delimiter) and offset is unused: each part names its own range.
+    private ValueTask<FileSendStatus?> TrySendAsync(
+        IFeatureCollection features, SafeFileHandle file, FileStamp? stamp, bool stampChecked, long offset, long count, MultipartByteRanges? multipart, CancellationToken cancellationToken)
     {
         if (Check(features, stamp, count, out PipeWriter? writer) is { } reason)
         {
@@ -79,16 +89,16 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             _ownerSending = true;
         }
 
-        return SendOwnedAsync(features, writer!, file, stamp, stampChecked, offset, count, cancellationToken);
+        return SendOwnedAsync(features, writer!, file, stamp, stampChecked, offset, count, multipart, cancellationToken);
     }
 
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
     private async ValueTask<FileSendStatus?> SendOwnedAsync(
-        IFeatureCollection features, PipeWriter writer, SafeFileHandle file, FileStamp? stamp, bool stampChecked, long offset, long count, CancellationToken cancellationToken)
+        IFeatureCollection features, PipeWriter writer, SafeFileHandle file, FileStamp? stamp, bool stampChecked, long offset, long count, MultipartByteRanges? multipart, CancellationToken cancellationToken)
     {
         try
         {
-            return await SendAsync(features, writer, file, stamp, stampChecked, offset, count, cancellationToken);
+            return await SendAsync(features, writer, file, stamp, stampChecked, offset, count, multipart, cancellationToken);
         }
         finally
         {
@@ -180,7 +190,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     }
 
     private async ValueTask<FileSendStatus?> SendAsync(
-        IFeatureCollection features, PipeWriter writer, SafeFileHandle file, FileStamp? stamp, bool stampChecked, long offset, long count, CancellationToken cancellationToken)
+        IFeatureCollection features, PipeWriter writer, SafeFileHandle file, FileStamp? stamp, bool stampChecked, long offset, long count, MultipartByteRanges? multipart, CancellationToken cancellationToken)
     {
         MinDataRate? rate = features.Get<IHttpMinResponseDataRateFeature>()?.MinDataRate;
         _holding = true;
@@ -239,7 +249,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             _scratchOut = false;
         }
 
-        return await SendHoleAsync(file, stamp, stampChecked, offset, count, rate);
+        return await SendHoleAsync(file, stamp, stampChecked, offset, count, multipart, rate);
     }
 
     // As the copy path: Kestrel's writer throws these once the connection is torn down (a reset, an abort).
@@ -272,80 +282,117 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     /// <paramref name="stamp"/> and nothing has waited since; if the headers also leave without a wait, a body that is
     /// all final chunk skips the look before it: one statx(2) less per response, 0.35 us against the lane's 17-21 us per
     /// 64 KiB response (benchmarks/results/statx-2026-11-26). The window the second look would narrow is one sendmsg(2).
+    /// A multipart body is its parts in turn, each part's header block copied and sent with MSG_MORE and its range sent
+    /// with sendfile(2), then the closing delimiter; only its last part waits for the second look, as on the copy path.
     /// </summary>
-    private async ValueTask<FileSendStatus?> SendHoleAsync(SafeFileHandle file, FileStamp? stamp, bool stampChecked, long offset, long count, MinDataRate? rate)
+    private async ValueTask<FileSendStatus?> SendHoleAsync(
+        SafeFileHandle file, FileStamp? stamp, bool stampChecked, long offset, long count, MultipartByteRanges? multipart, MinDataRate? rate)
     {
         bool fileAdded = false;
         FileStream? reopened = null;
+        long fileBytes = 0;
         try
         {
             // Held for the whole body: a cached handle disposed meanwhile is closed only after our last sendfile.
             file.DangerousAddRef(ref fileAdded);
 
-            // MSG_MORE: the headers wait for the body's first bytes, so both leave in one packet.
-            bool queuedSent;
-            lock (_sync)
-            {
-                queuedSent = SendQueuedInline(more: true);
-            }
-
-            if (!queuedSent)
-            {
-                stampChecked = false;
-                await SendQueuedAsync();
-            }
-
-            long position = offset;
-            long end = offset + count;
-            // Sends go up to stop: with a stamp, first to the final chunk, which waits for one more look at the file.
-            long stop = stamp is null ? end : Math.Max(offset, end - FinalChunk);
+            // A part's range follows the earlier parts' sends: the caller's look is that much older.
+            stampChecked &= multipart is null;
+            int partCount = multipart?.Parts.Length ?? 1;
             long started = Stopwatch.GetTimestamp();
-            while (!_failed && position < end)
+            for (int part = 0; part < partCount && !_failed; part++)
             {
-                if (position == stop)
+                long position = offset;
+                long end = offset + count;
+                if (multipart is not null)
                 {
-                    // Only with a stamp, before the final chunk. sendfile(2) queues page-cache references, so bytes
-                    // already queued are read when they leave: a rewrite seen here may have torn them, and the connection
-                    // ends without its last bytes. A rewrite after this look can still reach bytes in the socket buffers.
-                    if (!(stampChecked && position == offset) && !stamp!.Value.StillMatches(file))
-                    {
-                        return Changed();
-                    }
-
-                    stop = end;
+                    MultipartByteRanges.Part next = multipart.Parts[part];
+                    QueueCopy(next.Header);
+                    (position, end) = (next.Range.Start, next.Range.End);
                 }
 
-                switch (SendFileInline(file, ref position, stop))
+                // MSG_MORE: the held headers (or a part's header block) wait for the range's first bytes, so both leave
+                // in one packet.
+                bool queuedSent;
+                lock (_sync)
                 {
-                    case SendFileOutcome.Sent:
-                        break;
-                    case SendFileOutcome.EndOfFile:
-                        return Truncated();
-                    case SendFileOutcome.WouldBlock:
-                        reopened ??= Reopen(file);
-                        int chunk = (int)Math.Min(stop - position, MaxSendFileChunk);
-                        long sent = await SendFileSlowAsync(reopened, position, chunk, rate, count, started);
-                        if (sent > 0)
+                    queuedSent = SendQueuedInline(more: true);
+                }
+
+                if (!queuedSent)
+                {
+                    stampChecked = false;
+                    await SendQueuedAsync();
+                }
+
+                fileBytes += end - position;
+                long rangeStart = position;
+                // Sends go up to stop: with a stamp, first to the final chunk of the last range, which waits for one
+                // more look at the file.
+                long stop = stamp is null || part < partCount - 1 ? end : Math.Max(position, end - FinalChunk);
+                while (!_failed && position < end)
+                {
+                    if (position == stop)
+                    {
+                        // Only with a stamp, before the final chunk. sendfile(2) queues page-cache references, so bytes
+                        // already queued are read when they leave: a rewrite seen here may have torn them, and the
+                        // connection ends without its last bytes. A rewrite after this look can still reach bytes in the
+                        // socket buffers.
+                        if (!(stampChecked && position == rangeStart) && !stamp!.Value.StillMatches(file))
                         {
-                            position += sent;
+                            return Changed();
                         }
 
-                        if (sent < chunk)
-                        {
-                            // The runtime checks the file's length before sending: a shorter file fails the send.
-                            if (!_rateTooLow && RandomAccess.GetLength(file) < end)
+                        stop = end;
+                    }
+
+                    switch (SendFileInline(file, ref position, stop))
+                    {
+                        case SendFileOutcome.Sent:
+                            break;
+                        case SendFileOutcome.EndOfFile:
+                            return Truncated();
+                        case SendFileOutcome.WouldBlock:
+                            reopened ??= Reopen(file);
+                            int chunk = (int)Math.Min(stop - position, MaxSendFileChunk);
+                            long sent = await SendFileSlowAsync(reopened, position, chunk, rate, count, started);
+                            if (sent > 0)
                             {
-                                return Truncated();
+                                position += sent;
                             }
 
-                            // Past the rate's deadline before the first wait, no wait (and no _holeWait) exists.
-                            SocketError error = _rateTooLow ? SocketError.TimedOut : _holeWait?.SocketError ?? SocketError.ConnectionAborted;
-                            Fail(new SocketException((int)(error == SocketError.Success ? SocketError.ConnectionAborted : error)));
-                        }
+                            if (sent < chunk)
+                            {
+                                // The runtime checks the file's length before sending: a shorter file fails the send.
+                                if (!_rateTooLow && RandomAccess.GetLength(file) < end)
+                                {
+                                    return Truncated();
+                                }
 
-                        break;
-                    default:
-                        break;
+                                // Past the rate's deadline before the first wait, no wait (and no _holeWait) exists.
+                                SocketError error = _rateTooLow ? SocketError.TimedOut : _holeWait?.SocketError ?? SocketError.ConnectionAborted;
+                                Fail(new SocketException((int)(error == SocketError.Success ? SocketError.ConnectionAborted : error)));
+                            }
+
+                            break;
+                        default:
+                            break;
+                    }
+                }
+            }
+
+            if (multipart is not null && !_failed)
+            {
+                QueueCopy(multipart.Closing);
+                bool sent;
+                lock (_sync)
+                {
+                    sent = SendQueuedInline(more: false);
+                }
+
+                if (!sent)
+                {
+                    await SendQueuedAsync();
                 }
             }
 
@@ -354,7 +401,12 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                 return FileSendStatus.ClientDisconnected;
             }
 
-            _metrics.SendPathSent(count, sendfile: true);
+            _metrics.SendPathSent(fileBytes, sendfile: true);
+            if (count > fileBytes)
+            {
+                _metrics.SendPathSent(count - fileBytes, sendfile: false);
+            }
+
             return FileSendStatus.Completed;
         }
         // NotSupportedException: the runtime refuses socket operations once a reset has marked the socket disconnected.
@@ -370,6 +422,17 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             {
                 file.DangerousRelease();
             }
+        }
+    }
+    /// <summary>Queues a copy of bytes the writer sends itself (a part's header block): the caller is the one sender.</summary>
+    private void QueueCopy(byte[] bytes)
+    {
+        byte[] block = bytes.Length <= BlockPool.BlockSize ? BlockPool.Rent() : BlockPool.RentLarge(bytes.Length);
+        bytes.CopyTo(block, 0);
+        lock (_sync)
+        {
+            _queued.Add((block, bytes.Length));
+            _queuedBytes += bytes.Length;
         }
     }
 

@@ -41,7 +41,7 @@ internal sealed partial class SendPathWriter
                 return FileSendStatus.ClientDisconnected;
             }
 
-            return await SendHoleAsync(file, stamp, stampChecked, offset, count, rate);
+            return await SendHoleAsync(file, stamp, stampChecked, offset, count, multipart: null, rate);
         }
         finally
         {
