@@ -280,7 +280,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         for (int i = 0; i < parts.Length; i++)
         {
             MultipartByteRanges.Part part = parts[i];
-            writer.Write(part.Header);
+            writer.Write(part.Header.Span);
             (long start, long count) = (part.Range.Start, part.Range.Count);
             FileStamp? stamp = i == parts.Length - 1 ? file.Stamp : null;
             FileSendStatus status = file.Content is not null ? Copy(writer, file.Content, start, count)
@@ -294,7 +294,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
         // An explicit flush: Kestrel's HTTP/1.1 producer flushes at the end only what it counted as unflushed, and bytes
         // advanced after an earlier flush (the later parts and the closing delimiter) are not counted.
-        writer.Write(multipart.Closing);
+        writer.Write(multipart.Closing.Span);
         FlushResult flushed = await writer.FlushAsync(aborted);
         if (flushed.IsCanceled)
         {

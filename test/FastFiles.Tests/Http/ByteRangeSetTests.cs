@@ -49,12 +49,43 @@ public sealed class ByteRangeSetTests
     {
         var layout = MultipartByteRanges.Create([new ByteRange(0, 10), new ByteRange(50, 5)], 100, "text/plain");
         Assert.Matches("^[0-9a-f]{24}$", layout.Boundary);
-        string first = System.Text.Encoding.ASCII.GetString(layout.Parts[0].Header);
-        string second = System.Text.Encoding.ASCII.GetString(layout.Parts[1].Header);
+        string first = System.Text.Encoding.ASCII.GetString(layout.Parts[0].Header.Span);
+        string second = System.Text.Encoding.ASCII.GetString(layout.Parts[1].Header.Span);
         Assert.Equal($"--{layout.Boundary}\r\nContent-Type: text/plain\r\nContent-Range: bytes 0-9/100\r\n\r\n", first);
         Assert.Equal($"\r\n--{layout.Boundary}\r\nContent-Type: text/plain\r\nContent-Range: bytes 50-54/100\r\n\r\n", second);
-        Assert.Equal($"\r\n--{layout.Boundary}--\r\n", System.Text.Encoding.ASCII.GetString(layout.Closing));
+        Assert.Equal($"\r\n--{layout.Boundary}--\r\n", System.Text.Encoding.ASCII.GetString(layout.Closing.Span));
         Assert.Equal(first.Length + 10 + second.Length + 5 + layout.Closing.Length, layout.ContentLength);
         Assert.NotEqual(layout.Boundary, MultipartByteRanges.Create([new ByteRange(0, 1)], 1, null).Boundary);
+    }
+
+    [Theory]
+    [InlineData(0L, 9L, 10L)]
+    [InlineData(9L, 10L, 100L)]
+    [InlineData(99L, 1000L, 1001L)]
+    [InlineData(2147483647L, 4294967296L, 9999999999L)]
+    [InlineData(999999999999L, 1000000000000L, long.MaxValue)]
+    public void Multipart_part_headers_carry_every_digit_without_a_content_type(long first, long second, long length)
+    {
+        var layout = MultipartByteRanges.Create([new ByteRange(first, 1), new ByteRange(second, 1)], length, null);
+        string b = layout.Boundary;
+        string text = System.Text.Encoding.ASCII.GetString(layout.Parts[0].Header.Span) + "x"
+            + System.Text.Encoding.ASCII.GetString(layout.Parts[1].Header.Span) + "y"
+            + System.Text.Encoding.ASCII.GetString(layout.Closing.Span);
+        Assert.Equal($"--{b}\r\nContent-Range: bytes {first}-{first}/{length}\r\n\r\nx\r\n--{b}\r\nContent-Range: bytes {second}-{second}/{length}\r\n\r\ny\r\n--{b}--\r\n", text);
+        Assert.Equal(text.Length, layout.ContentLength);
+        Assert.Equal("multipart/byteranges; boundary=" + b, layout.ContentType);
+    }
+
+    [Fact]
+    public void Multipart_boundaries_do_not_repeat_across_refills_of_the_random_buffer()
+    {
+        // 85 boundaries per refill: 1,000 cross eleven of them.
+        var seen = new HashSet<string>(StringComparer.Ordinal);
+        for (int i = 0; i < 1000; i++)
+        {
+            string boundary = MultipartByteRanges.Create([new ByteRange(0, 1)], 1, null).Boundary;
+            Assert.Matches("^[0-9a-f]{24}$", boundary);
+            Assert.True(seen.Add(boundary), $"boundary {boundary} came twice");
+        }
     }
 }

@@ -307,7 +307,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                 if (multipart is not null)
                 {
                     MultipartByteRanges.Part next = multipart.Parts[part];
-                    QueueCopy(next.Header);
+                    QueueCopy(next.Header.Span);
                     (position, end) = (next.Range.Start, next.Range.End);
                 }
 
@@ -383,7 +383,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
 
             if (multipart is not null && !_failed)
             {
-                QueueCopy(multipart.Closing);
+                QueueCopy(multipart.Closing.Span);
                 bool sent;
                 lock (_sync)
                 {
@@ -425,10 +425,10 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
         }
     }
     /// <summary>Queues a copy of bytes the writer sends itself (a part's header block): the caller is the one sender.</summary>
-    private void QueueCopy(byte[] bytes)
+    private void QueueCopy(ReadOnlySpan<byte> bytes)
     {
         byte[] block = bytes.Length <= BlockPool.BlockSize ? BlockPool.Rent() : BlockPool.RentLarge(bytes.Length);
-        bytes.CopyTo(block, 0);
+        bytes.CopyTo(block);
         lock (_sync)
         {
             _queued.Add((block, bytes.Length));
