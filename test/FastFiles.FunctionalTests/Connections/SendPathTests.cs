@@ -222,6 +222,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
     {
         string name = $"shrinking-parts-{Guid.NewGuid():N}.txt";
         byte[] original = _f.Files.Create(name, 64 * 1024 * 1024);
+        using var fallbacks = new InstrumentRecorder(_f.Meters, "fastfiles.send_path.fallbacks");
         using Socket socket = await RawHttp.ConnectAsync(_f.Host.Http, receiveBufferSize: 64 * 1024);
         using var stream = new NetworkStream(socket, ownsSocket: false);
         await socket.SendAsync(Encoding.ASCII.GetBytes(
@@ -240,6 +241,10 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
             Assert.NotEqual(0, read);
             received.Write(chunk, 0, read);
         }
+
+        // The send path took the body (the copy path would end it short too; the differential test shows the parts of
+        // a taken body go by sendfile).
+        Assert.Equal(0, fallbacks.Total);
 
         // The second part reaches past the new end.
         using (var writer = new FileStream(_f.Files.PathOf(name), FileMode.Open, FileAccess.Write, FileShare.ReadWrite | FileShare.Delete))
@@ -556,12 +561,50 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         Assert.Equal(200, status);
 
         // Read nothing until the server has given up (32 MiB at 4 MiB/s: 8 s allowed), then drain what was sent.
-        await Poll.UntilAsync(() => OpenFileDescriptors.CountUnder(rate.Files.Root), 0);
+        Assert.Equal(0, await Poll.UntilAsync(() => OpenFileDescriptors.CountUnder(rate.Files.Root), 0));
         var received = new MemoryStream();
         received.Write(leftover);
         await RawHttp.ReadToEndAsync(stream, received, timeout.Token);
         Assert.True(received.Length < rate.Content.Length, "the stalled response completed");
         Assert.True(rate.Content.AsSpan(0, (int)received.Length).SequenceEqual(received.ToArray()));
+    }
+
+    // A multipart body whose part headers outweigh the socket buffers many times (60,000 one-byte parts, about 5.7 MB of
+    // part headers): a client that stops reading leaves the send path waiting to send a part's header block as often
+    // as a part's byte, and both waits are bounded by the minimum data rate.
+    [Fact]
+    public async Task A_client_that_stops_reading_a_multipart_body_is_cut_off_by_the_minimum_data_rate()
+    {
+        const int Parts = 60_000;
+        await using RateHost rate = await RateHost.StartAsync(2 * Parts, bytesPerSecond: 4 * 1024 * 1024, maxRanges: Parts);
+        using var rateAborts = new InstrumentRecorder(
+            rate.Host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "data_rate_abort"));
+        var ranges = new StringBuilder("bytes=");
+        for (int i = 0; i < Parts; i++)
+        {
+            ranges.Append(System.Globalization.CultureInfo.InvariantCulture, $"{2 * i}-{2 * i},");
+        }
+
+        ranges.Length--;
+        using Socket socket = await RawHttp.ConnectAsync(rate.Host.Http, receiveBufferSize: 4 * 1024);
+        using var stream = new NetworkStream(socket, ownsSocket: false);
+        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /big.txt HTTP/1.1\r\nHost: {rate.Host.Http.Authority}\r\nRange: {ranges}\r\n\r\n"));
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        (int status, Dictionary<string, string> headers, byte[] leftover) = await RawHttp.ReadHeadAsync(stream, timeout.Token);
+        Assert.Equal(206, status);
+        long promised = long.Parse(headers["Content-Length"], System.Globalization.CultureInfo.InvariantCulture);
+        Assert.True(promised > 5_000_000, $"Content-Length {promised}");
+
+        // Read nothing more until the server has given up (the 2 s grace period), then drain what was sent.
+        Assert.Equal(0, await Poll.UntilAsync(() => OpenFileDescriptors.CountUnder(rate.Files.Root), 0));
+        var received = new MemoryStream();
+        received.Write(leftover);
+        await RawHttp.ReadToEndAsync(stream, received, timeout.Token);
+        Assert.True(received.Length < promised, "the stalled response completed");
+        // The send path's own deadline cut it off (Kestrel's rate check never sees a hole's bytes).
+        Assert.Equal(1, rateAborts.Total);
+        string[] errors = rate.Logs.AtLeast(LogLevel.Error).ToArray();
+        Assert.True(errors.Length == 0, string.Join("\n", errors));
     }
 
     /// <summary>A host with a minimum response data rate (after a 2 s grace period), serving one file.</summary>
@@ -575,14 +618,26 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
 
         public TestHost Host { get; private set; } = null!;
 
-        public static async Task<RateHost> StartAsync(int length, double bytesPerSecond)
+        public static async Task<RateHost> StartAsync(int length, double bytesPerSecond, int maxRanges = 64)
         {
             var rate = new RateHost();
             rate.Content = rate.Files.Create("big.txt", length);
             rate.Host = await TestHost.StartAsync(
                 app => app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(rate.Files.Root) }),
-                services => services.AddSingleton<ILoggerProvider>(rate.Logs),
-                configureKestrel: k => k.Limits.MinResponseDataRate = new MinDataRate(bytesPerSecond, gracePeriod: TimeSpan.FromSeconds(2)));
+                services =>
+                {
+                    services.AddSingleton<ILoggerProvider>(rate.Logs);
+                    services.AddFastFiles(o =>
+                    {
+                        o.EnableFileCache = false;
+                        o.MaxRanges = maxRanges;
+                    });
+                },
+                configureKestrel: k =>
+                {
+                    k.Limits.MinResponseDataRate = new MinDataRate(bytesPerSecond, gracePeriod: TimeSpan.FromSeconds(2));
+                    k.Limits.MaxRequestHeadersTotalSize = 1024 * 1024;
+                });
             return rate;
         }
 

@@ -322,7 +322,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                 if (!queuedSent)
                 {
                     stampChecked = false;
-                    await SendQueuedAsync();
+                    await SendQueuedBoundedAsync(rate, count, started);
                 }
 
                 fileBytes += end - position;
@@ -392,7 +392,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
 
                 if (!sent)
                 {
-                    await SendQueuedAsync();
+                    await SendQueuedBoundedAsync(rate, count, started);
                 }
             }
 
@@ -525,23 +525,9 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     /// </summary>
     private async ValueTask<long> SendFileSlowAsync(FileStream file, long position, int chunk, MinDataRate? rate, long bodyLength, long started)
     {
-        CancellationTokenRegistration timeout = default;
-        // Kestrel's default (240 B/s) allows a 1 GiB body 52 days, beyond what a timer can wait (int.MaxValue ms):
-        // such a deadline is no deadline.
-        TimeSpan left = rate is null
-            ? Timeout.InfiniteTimeSpan
-            : TimeSpan.FromSeconds(Math.Max(rate.GracePeriod.TotalSeconds, bodyLength / rate.BytesPerSecond)) - Stopwatch.GetElapsedTime(started);
-        if (rate is not null && left <= TimeSpan.Zero)
+        if (!ArmRateDeadline(rate, bodyLength, started, out CancellationTokenRegistration timeout))
         {
-            RateTooLow();
             return 0;
-        }
-
-        if (rate is not null && left < MaxTimerWait)
-        {
-            _holeTimer ??= new CancellationTokenSource();
-            _holeTimer.CancelAfter(left);
-            timeout = _holeTimer.Token.UnsafeRegister(static s => ((SendPathWriter)s!).RateTooLow(), this);
         }
 
         try
@@ -551,12 +537,75 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
         }
         finally
         {
-            timeout.Dispose();
-            if (_holeTimer is not null && !_holeTimer.TryReset())
+            DisarmRateDeadline(timeout);
+        }
+    }
+
+    /// <summary>
+    /// Bytes the hole sends itself (the held headers, a part's header block, the closing delimiter) once the socket has
+    /// room, under the same deadline as the file's bytes: a client that stops reading between two parts is cut off as
+    /// one that stops inside a part.
+    /// </summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask SendQueuedBoundedAsync(MinDataRate? rate, long bodyLength, long started)
+    {
+        if (ArmRateDeadline(rate, bodyLength, started, out CancellationTokenRegistration timeout))
+        {
+            try
             {
-                _holeTimer.Dispose();
-                _holeTimer = null;
+                await SendQueuedAsync();
             }
+            finally
+            {
+                DisarmRateDeadline(timeout);
+            }
+        }
+
+        if (_rateTooLow)
+        {
+            Fail(new SocketException((int)SocketError.TimedOut));
+        }
+    }
+
+    /// <summary>
+    /// Starts the timer that aborts the connection when the body's time at the minimum rate runs out: at least the grace
+    /// period, else the time the whole body may take at that rate, from its start. False when it already has (the
+    /// connection is being aborted).
+    /// </summary>
+    private bool ArmRateDeadline(MinDataRate? rate, long bodyLength, long started, out CancellationTokenRegistration timeout)
+    {
+        timeout = default;
+        if (rate is null)
+        {
+            return true;
+        }
+
+        // Kestrel's default (240 B/s) allows a 1 GiB body 52 days, beyond what a timer can wait (int.MaxValue ms):
+        // such a deadline is no deadline.
+        TimeSpan left = TimeSpan.FromSeconds(Math.Max(rate.GracePeriod.TotalSeconds, bodyLength / rate.BytesPerSecond)) - Stopwatch.GetElapsedTime(started);
+        if (left <= TimeSpan.Zero)
+        {
+            RateTooLow();
+            return false;
+        }
+
+        if (left < MaxTimerWait)
+        {
+            _holeTimer ??= new CancellationTokenSource();
+            _holeTimer.CancelAfter(left);
+            timeout = _holeTimer.Token.UnsafeRegister(static s => ((SendPathWriter)s!).RateTooLow(), this);
+        }
+
+        return true;
+    }
+
+    private void DisarmRateDeadline(CancellationTokenRegistration timeout)
+    {
+        timeout.Dispose();
+        if (_holeTimer is not null && !_holeTimer.TryReset())
+        {
+            _holeTimer.Dispose();
+            _holeTimer = null;
         }
     }
 
