@@ -27,12 +27,13 @@ internal sealed class MultipartByteRanges
     [ThreadStatic]
     private static int t_randomUsed;
 
-    private MultipartByteRanges(string contentType, Part[] parts, ReadOnlyMemory<byte> closing, long contentLength)
+    private MultipartByteRanges(string contentType, Part[] parts, ReadOnlyMemory<byte> closing, long contentLength, long rangeBytes)
     {
         ContentType = contentType;
         Parts = parts;
         Closing = closing;
         ContentLength = contentLength;
+        RangeBytes = rangeBytes;
     }
 
     /// <summary>24 hex digits, new for every response, so no file's bytes can know it in advance.</summary>
@@ -47,6 +48,15 @@ internal sealed class MultipartByteRanges
     public ReadOnlyMemory<byte> Closing { get; }
 
     public long ContentLength { get; }
+
+    /// <summary>The representation's bytes the parts carry: <see cref="ContentLength"/> without the header blocks and delimiters.</summary>
+    public long RangeBytes { get; }
+
+    /// <summary>
+    /// Whether the parts carry, on average, at least <paramref name="minimumLength"/> bytes each: the length from which a
+    /// single body is worth a sendfile(2) call of its own, applied per part, since each part costs one.
+    /// </summary>
+    public bool PartsReach(long minimumLength) => RangeBytes / Parts.Length >= minimumLength;
 
     /// <param name="ranges">The satisfiable, non-overlapping ranges, in the order they are to be sent.</param>
     /// <param name="length">The selected representation's length (the encoded length for a precompressed variant).</param>
@@ -66,11 +76,13 @@ internal sealed class MultipartByteRanges
         int closingLength = 4 + boundary.Length + 4;
         int total = closingLength;
         long contentLength = closingLength;
+        long rangeBytes = 0;
         for (int i = 0; i < ranges.Length; i++)
         {
             int header = (i > 0 ? 2 : 0) + fixedPart + Digits(ranges[i].Start) + Digits(ranges[i].End - 1);
             total += header;
             contentLength += header + ranges[i].Count;
+            rangeBytes += ranges[i].Count;
         }
 
         byte[] bytes = new byte[total];
@@ -114,7 +126,7 @@ internal sealed class MultipartByteRanges
             throw new InvalidOperationException("The multipart layout's length was miscounted.");
         }
 
-        return new MultipartByteRanges(new string(type), parts, bytes.AsMemory(closing), contentLength);
+        return new MultipartByteRanges(new string(type), parts, bytes.AsMemory(closing), contentLength, rangeBytes);
     }
 
     /// <summary>Lowercase hex of 12 bytes from the system's cryptographic generator, drawn a buffer at a time.</summary>

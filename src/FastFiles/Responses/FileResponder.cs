@@ -232,8 +232,8 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
     }
 
     // A multipart body through the connection's zero-copy sender, each part's range from a descriptor: the one this
-    // response holds for a body from disk, or for a cached body as long as a cached single range must be
-    // (CachedMinimumLength), the one the cache keeps. Null (nothing written) when there is no sender, no descriptor,
+    // response holds for a body from disk, or for a cached body whose parts are on average as long as a cached single
+    // range must be (CachedMinimumLength), the one the cache keeps. Null (nothing written) when there is no sender, no descriptor,
     // or the sender declines: the parts are then copied. Against copying them, measured in
     // benchmarks/results/multipart-2026-11-26.
     private static async ValueTask<FileSendStatus?> SendMultipartAsync(
@@ -254,7 +254,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         // (HTTP/1.x only, as for a single cached range: an h2c stream sees the sender too, which would decline it after
         // the lease.)
         string protocol = context.Request.Protocol;
-        if (file.SharedHandle is null || multipart.ContentLength < sender.CachedMinimumLength
+        if (file.SharedHandle is null || !multipart.PartsReach(sender.CachedMinimumLength)
             || !(HttpProtocol.IsHttp11(protocol) || HttpProtocol.IsHttp10(protocol))
             || !VersionHandle.TryAcquire(file, leaseOnly: true, out VersionHandle lease))
         {

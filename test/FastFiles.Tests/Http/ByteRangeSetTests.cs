@@ -77,6 +77,17 @@ public sealed class ByteRangeSetTests
     }
 
     [Fact]
+    public void Multipart_parts_reach_a_length_on_average_without_overflow()
+    {
+        var layout = MultipartByteRanges.Create([new ByteRange(0, 10), new ByteRange(50, 5)], 100, "text/plain");
+        Assert.Equal(15, layout.RangeBytes);
+        Assert.True(layout.PartsReach(7));
+        Assert.False(layout.PartsReach(8));
+        Assert.True(layout.PartsReach(0));
+        Assert.False(layout.PartsReach(long.MaxValue));
+    }
+
+    [Fact]
     public void Multipart_boundaries_do_not_repeat_across_refills_of_the_random_buffer()
     {
         // 85 boundaries per refill: 1,000 cross eleven of them.

@@ -64,7 +64,17 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
         => TrySendAsync(features, file, stamp, stampChecked, offset, count, multipart: null, cancellationToken);
 
     public ValueTask<FileSendStatus?> TrySendMultipartAsync(IFeatureCollection features, SafeFileHandle file, FileStamp? stamp, bool stampChecked, MultipartByteRanges body, CancellationToken cancellationToken)
-        => TrySendAsync(features, file, stamp, stampChecked, 0, body.ContentLength, body, cancellationToken);
+    {
+        // Each part costs a sendmsg(2) and a sendfile(2), as a body of its own: parts shorter than MinimumLength on
+        // average are copied.
+        if (!body.PartsReach(_settings.MinimumLength))
+        {
+            Fallback("below_minimum", body.ContentLength);
+            return new ValueTask<FileSendStatus?>((FileSendStatus?)null);
+        }
+
+        return TrySendAsync(features, file, stamp, stampChecked, 0, body.ContentLength, body, cancellationToken);
+    }
 
     // With a multipart body, count is the whole body's length (every part's header block and bytes, and the closing
     // delimiter) and offset is unused: each part names its own range.
