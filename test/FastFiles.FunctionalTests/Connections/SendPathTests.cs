@@ -569,6 +569,30 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         Assert.True(rate.Content.AsSpan(0, (int)received.Length).SequenceEqual(received.ToArray()));
     }
 
+    // 8 GiB at 4 MiB/s may take 34 minutes as a whole; a client that reads the first bytes and then stops is still cut
+    // off about a grace period (2 s) after its credit for those bytes is spent, as Kestrel times its own writes, not when
+    // the whole body's time is up.
+    [Fact]
+    public async Task A_client_that_stops_reading_a_long_body_is_cut_off_by_its_progress_not_the_body_length()
+    {
+        await using RateHost rate = await RateHost.StartAsync(1, bytesPerSecond: 4 * 1024 * 1024, sparseLength: 8L * 1024 * 1024 * 1024);
+        using var rateAborts = new InstrumentRecorder(
+            rate.Host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "data_rate_abort"));
+        using Socket socket = await RawHttp.ConnectAsync(rate.Host.Http, receiveBufferSize: 64 * 1024);
+        using var stream = new NetworkStream(socket, ownsSocket: false);
+        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /sparse.bin HTTP/1.1\r\nHost: {rate.Host.Http.Authority}\r\n\r\n"));
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        (int status, _, _) = await RawHttp.ReadHeadAsync(stream, timeout.Token);
+        Assert.Equal(200, status);
+
+        // Within the poll's 30 s bound: the whole body's time would be 2,048 s.
+        Assert.Equal(0, await Poll.UntilAsync(() => OpenFileDescriptors.CountUnder(rate.Files.Root), 0));
+        Assert.Equal(1, rateAborts.Total);
+        var received = new MemoryStream();
+        await RawHttp.ReadToEndAsync(stream, received, timeout.Token);
+        Assert.True(received.Length < 1024L * 1024 * 1024, $"{received.Length} bytes");
+    }
+
     // A multipart body whose part headers outweigh the socket buffers many times (60,000 one-byte parts, about 5.7 MB of
     // part headers): a client that stops reading leaves the send path waiting to send a part's header block as often
     // as a part's byte, and both waits are bounded by the minimum data rate.
@@ -618,10 +642,16 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
 
         public TestHost Host { get; private set; } = null!;
 
-        public static async Task<RateHost> StartAsync(int length, double bytesPerSecond, int maxRanges = 64)
+        public static async Task<RateHost> StartAsync(int length, double bytesPerSecond, int maxRanges = 64, long sparseLength = 0)
         {
             var rate = new RateHost();
             rate.Content = rate.Files.Create("big.txt", length);
+            if (sparseLength > 0)
+            {
+                using var sparse = new FileStream(rate.Files.PathOf("sparse.bin"), FileMode.Create, FileAccess.Write);
+                sparse.SetLength(sparseLength);
+            }
+
             rate.Host = await TestHost.StartAsync(
                 app => app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(rate.Files.Root) }),
                 services =>

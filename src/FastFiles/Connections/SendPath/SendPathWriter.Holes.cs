@@ -332,7 +332,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                 if (!queuedSent)
                 {
                     stampChecked = false;
-                    await SendQueuedBoundedAsync(rate, count, started);
+                    await SendQueuedBoundedAsync(rate, fileBytes, started);
                 }
 
                 fileBytes += end - position;
@@ -364,8 +364,8 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                             return Truncated();
                         case SendFileOutcome.WouldBlock:
                             reopened ??= Reopen(file);
-                            int chunk = (int)Math.Min(stop - position, MaxSendFileChunk);
-                            long sent = await SendFileSlowAsync(reopened, position, chunk, rate, count, started);
+                            int chunk = (int)Math.Min(stop - position, SlowChunk(rate));
+                            long sent = await SendFileSlowAsync(reopened, position, chunk, rate, fileBytes - (end - position), started);
                             if (sent > 0)
                             {
                                 position += sent;
@@ -402,7 +402,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
 
                 if (!sent)
                 {
-                    await SendQueuedBoundedAsync(rate, count, started);
+                    await SendQueuedBoundedAsync(rate, fileBytes, started);
                 }
             }
 
@@ -530,12 +530,12 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
 
     /// <summary>
     /// The socket is full: the runtime waits for room on its epoll loop and sends the chunk with sendfile(2) there
-    /// (<see cref="Socket.SendPacketsAsync"/>). Bounded by the response's minimum data rate as Kestrel bounds its own
-    /// writes: at least the grace period, else the time the whole body may take at that rate.
+    /// (<see cref="Socket.SendPacketsAsync"/>), under the response's minimum data rate (<see cref="ArmRateDeadline"/>).
+    /// <paramref name="sent"/>: the body's file bytes already in the kernel.
     /// </summary>
-    private async ValueTask<long> SendFileSlowAsync(FileStream file, long position, int chunk, MinDataRate? rate, long bodyLength, long started)
+    private async ValueTask<long> SendFileSlowAsync(FileStream file, long position, int chunk, MinDataRate? rate, long sent, long started)
     {
-        if (!ArmRateDeadline(rate, bodyLength, started, out CancellationTokenRegistration timeout))
+        if (!ArmRateDeadline(rate, sent, chunk, started, out CancellationTokenRegistration timeout))
         {
             return 0;
         }
@@ -552,14 +552,22 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     }
 
     /// <summary>
+    /// The most a wait for socket room asks for: with a minimum data rate, what the rate allows in its grace period, at
+    /// least 64 KiB (Kestrel's MaxResponseBufferSize, the most its own output holds back), so a client that stops reading
+    /// is cut off within about the grace period as on Kestrel's path; without one, as much as sendfile(2) takes.
+    /// </summary>
+    private static long SlowChunk(MinDataRate? rate)
+        => rate is null ? MaxSendFileChunk : (long)Math.Clamp(rate.BytesPerSecond * rate.GracePeriod.TotalSeconds, 64 * 1024, MaxSendFileChunk);
+
+    /// <summary>
     /// Bytes the hole sends itself (the held headers, a part's header block, the closing delimiter) once the socket has
     /// room, under the same deadline as the file's bytes: a client that stops reading between two parts is cut off as
     /// one that stops inside a part.
     /// </summary>
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
-    private async ValueTask SendQueuedBoundedAsync(MinDataRate? rate, long bodyLength, long started)
+    private async ValueTask SendQueuedBoundedAsync(MinDataRate? rate, long sent, long started)
     {
-        if (ArmRateDeadline(rate, bodyLength, started, out CancellationTokenRegistration timeout))
+        if (ArmRateDeadline(rate, sent, _queuedBytes, started, out CancellationTokenRegistration timeout))
         {
             try
             {
@@ -578,11 +586,13 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     }
 
     /// <summary>
-    /// Starts the timer that aborts the connection when the body's time at the minimum rate runs out: at least the grace
-    /// period, else the time the whole body may take at that rate, from its start. False when it already has (the
-    /// connection is being aborted).
+    /// Starts the timer that aborts the connection when a wait for <paramref name="waiting"/> bytes outlasts the minimum
+    /// rate, as Kestrel times its own writes: each wait gets at least the grace period (or the time its bytes take at the
+    /// rate), and the body's earlier bytes count as credit from its start, so a client that kept up may pause; one that
+    /// stops is cut off once that credit is spent. Capped at what a timer can wait (24 days). False when the connection
+    /// is already being aborted.
     /// </summary>
-    private bool ArmRateDeadline(MinDataRate? rate, long bodyLength, long started, out CancellationTokenRegistration timeout)
+    private bool ArmRateDeadline(MinDataRate? rate, long sent, long waiting, long started, out CancellationTokenRegistration timeout)
     {
         timeout = default;
         if (rate is null)
@@ -590,22 +600,18 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             return true;
         }
 
-        // Kestrel's default (240 B/s) allows a 1 GiB body 52 days, beyond what a timer can wait (int.MaxValue ms):
-        // such a deadline is no deadline.
-        TimeSpan left = TimeSpan.FromSeconds(Math.Max(rate.GracePeriod.TotalSeconds, bodyLength / rate.BytesPerSecond)) - Stopwatch.GetElapsedTime(started);
-        if (left <= TimeSpan.Zero)
+        double credit = ((sent + waiting) / rate.BytesPerSecond) - Stopwatch.GetElapsedTime(started).TotalSeconds;
+        double single = Math.Max(rate.GracePeriod.TotalSeconds, waiting / rate.BytesPerSecond);
+        double left = Math.Min(Math.Max(credit, single), MaxTimerWait.TotalSeconds);
+        if (!(left > 0))
         {
             RateTooLow();
             return false;
         }
 
-        if (left < MaxTimerWait)
-        {
-            _holeTimer ??= new CancellationTokenSource();
-            _holeTimer.CancelAfter(left);
-            timeout = _holeTimer.Token.UnsafeRegister(static s => ((SendPathWriter)s!).RateTooLow(), this);
-        }
-
+        _holeTimer ??= new CancellationTokenSource();
+        _holeTimer.CancelAfter(TimeSpan.FromSeconds(left));
+        timeout = _holeTimer.Token.UnsafeRegister(static s => ((SendPathWriter)s!).RateTooLow(), this);
         return true;
     }
 
