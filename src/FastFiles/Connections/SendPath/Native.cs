@@ -41,6 +41,28 @@ internal static unsafe partial class Native
     [LibraryImport("libc", EntryPoint = "sendmsg", SetLastError = true)]
     public static partial nint SendMessage(int fd, MessageHeader* message, int flags);
 
+    private const int IPPROTO_TCP = 6;
+    private const int TCP_INFO = 11;
+
+    // struct tcp_info (linux/tcp.h): tcpi_bytes_acked, a __u64 at this offset since Linux 4.1.
+    private const int BytesAckedOffset = 120;
+
+    [LibraryImport("libc", EntryPoint = "getsockopt", SetLastError = true)]
+    private static partial int GetSocketOption(int fd, int level, int name, byte* value, uint* length);
+
+    /// <summary>Bytes of this connection the peer has acknowledged (tcpi_bytes_acked), or -1 when the kernel does not say.</summary>
+    public static long BytesAcked(int fd)
+    {
+        byte* info = stackalloc byte[256];
+        uint length = 256;
+        if (GetSocketOption(fd, IPPROTO_TCP, TCP_INFO, info, &length) != 0 || length < BytesAckedOffset + sizeof(ulong))
+        {
+            return -1;
+        }
+
+        return (long)*(ulong*)(info + BytesAckedOffset);
+    }
+
     [LibraryImport("libc", EntryPoint = "fcntl", SetLastError = true)]
     private static partial int Fcntl(int fd, int command, int argument);
 

@@ -57,7 +57,14 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     private long _holeCounted;
 
     private SendFileArgs? _holeWait;
-    private CancellationTokenSource? _holeTimer;
+    // The minimum data rate's timer for waits for socket room (ArmRateDeadline): what must be acknowledged per period.
+    private readonly Lock _rateSync = new();
+    private Timer? _rateTimer;
+    private bool _rateArmed;
+    private long _rateDue;
+    private long _rateAcked;
+    private long _rateWindow;
+    private TimeSpan _ratePeriod;
     private volatile bool _rateTooLow;
 
     public ValueTask<FileSendStatus?> TrySendAsync(IFeatureCollection features, SafeFileHandle file, FileStamp? stamp, bool stampChecked, long offset, long count, CancellationToken cancellationToken)
@@ -364,7 +371,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                             return Truncated();
                         case SendFileOutcome.WouldBlock:
                             reopened ??= Reopen(file);
-                            int chunk = (int)Math.Min(stop - position, SlowChunk(rate));
+                            int chunk = (int)Math.Min(stop - position, MaxSendFileChunk);
                             long sent = await SendFileSlowAsync(reopened, position, chunk, rate, fileBytes - (end - position), started);
                             if (sent > 0)
                             {
@@ -535,7 +542,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     /// </summary>
     private async ValueTask<long> SendFileSlowAsync(FileStream file, long position, int chunk, MinDataRate? rate, long sent, long started)
     {
-        if (!ArmRateDeadline(rate, sent, chunk, started, out CancellationTokenRegistration timeout))
+        if (!ArmRateDeadline(rate, sent, chunk, started, out bool timeout))
         {
             return 0;
         }
@@ -552,14 +559,6 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     }
 
     /// <summary>
-    /// The most a wait for socket room asks for: with a minimum data rate, what the rate allows in its grace period, at
-    /// least 64 KiB (Kestrel's MaxResponseBufferSize, the most its own output holds back), so a client that stops reading
-    /// is cut off within about the grace period as on Kestrel's path; without one, as much as sendfile(2) takes.
-    /// </summary>
-    private static long SlowChunk(MinDataRate? rate)
-        => rate is null ? MaxSendFileChunk : (long)Math.Clamp(rate.BytesPerSecond * rate.GracePeriod.TotalSeconds, 64 * 1024, MaxSendFileChunk);
-
-    /// <summary>
     /// Bytes the hole sends itself (the held headers, a part's header block, the closing delimiter) once the socket has
     /// room, under the same deadline as the file's bytes: a client that stops reading between two parts is cut off as
     /// one that stops inside a part.
@@ -567,7 +566,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
     private async ValueTask SendQueuedBoundedAsync(MinDataRate? rate, long sent, long started)
     {
-        if (ArmRateDeadline(rate, sent, _queuedBytes, started, out CancellationTokenRegistration timeout))
+        if (ArmRateDeadline(rate, sent, _queuedBytes, started, out bool timeout))
         {
             try
             {
@@ -586,42 +585,112 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     }
 
     /// <summary>
-    /// Starts the timer that aborts the connection when a wait for <paramref name="waiting"/> bytes outlasts the minimum
-    /// rate, as Kestrel times its own writes: each wait gets at least the grace period (or the time its bytes take at the
-    /// rate), and the body's earlier bytes count as credit from its start, so a client that kept up may pause; one that
-    /// stops is cut off once that credit is spent. Capped at what a timer can wait (24 days). False when the connection
-    /// is already being aborted.
+    /// Arms the timer that aborts the connection when a wait for socket room outlasts the minimum rate, as Kestrel times
+    /// its own writes: the body's bytes already sent count as credit from its start, and a wait gets at least the grace
+    /// period. From then on, every period the client must acknowledge a window of bytes (what the rate allows in that
+    /// period, at least 64 KiB: Kestrel's MaxResponseBufferSize, the most its own output holds back) or be cut off, so a
+    /// client that stops reading is cut off about as soon as on Kestrel's path while a wait can still ask for a whole
+    /// file (one wait per socket refill: asking for 64 KiB at a time cost 1.6-1.7x the CPU per GiB at 100 MiB,
+    /// benchmarks/results/rate-2026-11-26). False when the connection is already being aborted.
     /// </summary>
-    private bool ArmRateDeadline(MinDataRate? rate, long sent, long waiting, long started, out CancellationTokenRegistration timeout)
+    private bool ArmRateDeadline(MinDataRate? rate, long sent, long waiting, long started, out bool armed)
     {
-        timeout = default;
+        armed = false;
         if (rate is null)
         {
             return true;
         }
 
-        double credit = ((sent + waiting) / rate.BytesPerSecond) - Stopwatch.GetElapsedTime(started).TotalSeconds;
-        double single = Math.Max(rate.GracePeriod.TotalSeconds, waiting / rate.BytesPerSecond);
-        double left = Math.Min(Math.Max(credit, single), MaxTimerWait.TotalSeconds);
-        if (!(left > 0))
+        long window = (long)Math.Clamp(rate.BytesPerSecond * rate.GracePeriod.TotalSeconds, 64 * 1024, MaxSendFileChunk);
+        window = Math.Min(window, Math.Max(waiting, 1));
+        double period = Math.Max(rate.GracePeriod.TotalSeconds, window / rate.BytesPerSecond);
+        double credit = ((sent + window) / rate.BytesPerSecond) - Stopwatch.GetElapsedTime(started).TotalSeconds;
+        double first = Math.Min(Math.Max(credit, period), MaxTimerWait.TotalSeconds);
+        if (!(first > 0))
         {
             RateTooLow();
             return false;
         }
 
-        _holeTimer ??= new CancellationTokenSource();
-        _holeTimer.CancelAfter(TimeSpan.FromSeconds(left));
-        timeout = _holeTimer.Token.UnsafeRegister(static s => ((SendPathWriter)s!).RateTooLow(), this);
+        long acked = BytesAcked();
+        lock (_rateSync)
+        {
+            _rateTimer ??= new Timer(static s => ((SendPathWriter)s!).OnRateTimer(), this, Timeout.Infinite, Timeout.Infinite);
+            _rateArmed = true;
+            _rateAcked = acked;
+            _rateWindow = window;
+            _ratePeriod = TimeSpan.FromSeconds(Math.Min(period, MaxTimerWait.TotalSeconds));
+            Schedule(TimeSpan.FromSeconds(first));
+        }
+
+        armed = true;
         return true;
     }
 
-    private void DisarmRateDeadline(CancellationTokenRegistration timeout)
+    private void Schedule(TimeSpan due)
     {
-        timeout.Dispose();
-        if (_holeTimer is not null && !_holeTimer.TryReset())
+        _rateDue = Stopwatch.GetTimestamp() + (long)(due.TotalSeconds * Stopwatch.Frequency);
+        _rateTimer!.Change(due, Timeout.InfiniteTimeSpan);
+    }
+
+    // A period is over: a client that acknowledged its window since the last look keeps its connection for one more.
+    private void OnRateTimer()
+    {
+        lock (_rateSync)
         {
-            _holeTimer.Dispose();
-            _holeTimer = null;
+            // Disarmed, or a fire from an earlier schedule that Change could not stop.
+            if (!_rateArmed || Stopwatch.GetTimestamp() < _rateDue - (Stopwatch.Frequency / 20))
+            {
+                return;
+            }
+
+            long acked = BytesAcked();
+            if (acked >= 0 && _rateAcked >= 0 && acked - _rateAcked >= _rateWindow)
+            {
+                _rateAcked = acked;
+                Schedule(_ratePeriod);
+                return;
+            }
+
+            _rateArmed = false;
+        }
+
+        RateTooLow();
+    }
+
+    // -1 once the socket is closed (its descriptor number may belong to another connection by then).
+    private long BytesAcked()
+    {
+        bool added = false;
+        try
+        {
+            _socketHandle.DangerousAddRef(ref added);
+            return Native.BytesAcked((int)_socketHandle.DangerousGetHandle());
+        }
+        catch (ObjectDisposedException)
+        {
+            return -1;
+        }
+        finally
+        {
+            if (added)
+            {
+                _socketHandle.DangerousRelease();
+            }
+        }
+    }
+
+    private void DisarmRateDeadline(bool armed)
+    {
+        if (!armed)
+        {
+            return;
+        }
+
+        lock (_rateSync)
+        {
+            _rateArmed = false;
+            _rateTimer?.Change(Timeout.Infinite, Timeout.Infinite);
         }
     }
 

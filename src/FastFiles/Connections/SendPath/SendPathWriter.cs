@@ -568,7 +568,12 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
         }
 
         _holeWait?.Dispose();
-        _holeTimer?.Dispose();
+        lock (_rateSync)
+        {
+            _rateArmed = false;
+            _rateTimer?.Dispose();
+            _rateTimer = null;
+        }
     }
 
     private void DropQueued()
