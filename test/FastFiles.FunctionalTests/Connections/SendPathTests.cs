@@ -508,7 +508,8 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
     public async Task A_sendfile_body_longer_than_the_grace_period_is_not_cut_off_when_the_client_keeps_up()
     {
         // Kestrel's data-rate check counts only bytes written through its pipe, which a sendfile body is not; the send
-        // path applies the rule itself, over the whole body: here 16 MiB may take 16 s although the grace is 2 s.
+        // path applies the rule itself, by the bytes the client acknowledges: here 16 MiB take several seconds although
+        // the grace is 2 s, and the client is looked at once per grace period.
         await using RateHost rate = await RateHost.StartAsync(16 * 1024 * 1024, bytesPerSecond: 1024 * 1024);
         using Socket socket = await RawHttp.ConnectAsync(rate.Host.Http, receiveBufferSize: 64 * 1024);
         using var stream = new NetworkStream(socket, ownsSocket: false);
@@ -591,6 +592,42 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         var received = new MemoryStream();
         await RawHttp.ReadToEndAsync(stream, received, timeout.Token);
         Assert.True(received.Length < 1024L * 1024 * 1024, $"{received.Length} bytes");
+    }
+
+    // A client that keeps reading, but at about 40 KB/s against a 1 MiB/s minimum, is cut off once its credit for the
+    // bytes already sent is spent: trickling keeps a connection no more than stopping does.
+    [Fact]
+    public async Task A_client_reading_below_the_minimum_rate_is_cut_off()
+    {
+        await using RateHost rate = await RateHost.StartAsync(64 * 1024 * 1024, bytesPerSecond: 1024 * 1024);
+        using var rateAborts = new InstrumentRecorder(
+            rate.Host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "data_rate_abort"));
+        using Socket socket = await RawHttp.ConnectAsync(rate.Host.Http, receiveBufferSize: 16 * 1024);
+        using var stream = new NetworkStream(socket, ownsSocket: false);
+        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /big.txt HTTP/1.1\r\nHost: {rate.Host.Http.Authority}\r\n\r\n"));
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        (int status, _, byte[] leftover) = await RawHttp.ReadHeadAsync(stream, timeout.Token);
+        Assert.Equal(200, status);
+
+        long received = leftover.Length;
+        var chunk = new byte[4096];
+        try
+        {
+            int read;
+            while ((read = await stream.ReadAsync(chunk, timeout.Token)) > 0)
+            {
+                received += read;
+                await Task.Delay(100, timeout.Token);
+            }
+        }
+        catch (IOException)
+        {
+            // A reset ends it as well as a FIN.
+        }
+
+        Assert.False(timeout.IsCancellationRequested, "the trickling client was never cut off");
+        Assert.True(received < rate.Content.Length, $"{received} bytes");
+        Assert.Equal(1, rateAborts.Total);
     }
 
     // A multipart body whose part headers outweigh the socket buffers many times (60,000 one-byte parts, about 5.7 MB of

@@ -63,7 +63,9 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     private bool _rateArmed;
     private long _rateDue;
     private long _rateAcked;
-    private long _rateWindow;
+    private long _rateArmedAt;
+    private double _rateBytesPerSecond;
+    private double _rateGrace;
     private TimeSpan _ratePeriod;
     private volatile bool _rateTooLow;
 
@@ -586,12 +588,14 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
 
     /// <summary>
     /// Arms the timer that aborts the connection when a wait for socket room outlasts the minimum rate, as Kestrel times
-    /// its own writes: the body's bytes already sent count as credit from its start, and a wait gets at least the grace
-    /// period. From then on, every period the client must acknowledge a window of bytes (what the rate allows in that
-    /// period, at least 64 KiB: Kestrel's MaxResponseBufferSize, the most its own output holds back) or be cut off, so a
-    /// client that stops reading is cut off about as soon as on Kestrel's path while a wait can still ask for a whole
-    /// file (one wait per socket refill: asking for 64 KiB at a time cost 1.6-1.7x the CPU per GiB at 100 MiB,
-    /// benchmarks/results/rate-2026-11-26). False when the connection is already being aborted.
+    /// its own writes: the body's bytes already sent count as credit from its start, and a wait gets at least one period
+    /// (the grace period, or the time a window of 64 KiB takes at the rate if longer: Kestrel's MaxResponseBufferSize,
+    /// the most its own output holds back). From then on, looked at once a period, the client must have acknowledged
+    /// since the wait began what the rate allows in that time less one grace period of slack (the kernel's
+    /// tcpi_bytes_acked), or be cut off. So a client that stops reading is cut off about as soon as on Kestrel's path,
+    /// while a wait can still ask for a whole file (one wait per socket refill: asking for 64 KiB at a time cost 1.6-1.7x
+    /// the CPU per GiB at 100 MiB, benchmarks/results/rate-2026-11-26). Without tcpi_bytes_acked the wait gets the time its
+    /// bytes take at the rate, once. False when the connection is already being aborted.
     /// </summary>
     private bool ArmRateDeadline(MinDataRate? rate, long sent, long waiting, long started, out bool armed)
     {
@@ -601,24 +605,31 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             return true;
         }
 
-        long window = (long)Math.Clamp(rate.BytesPerSecond * rate.GracePeriod.TotalSeconds, 64 * 1024, MaxSendFileChunk);
-        window = Math.Min(window, Math.Max(waiting, 1));
-        double period = Math.Max(rate.GracePeriod.TotalSeconds, window / rate.BytesPerSecond);
-        double credit = ((sent + window) / rate.BytesPerSecond) - Stopwatch.GetElapsedTime(started).TotalSeconds;
-        double first = Math.Min(Math.Max(credit, period), MaxTimerWait.TotalSeconds);
+        long acked = BytesAcked();
+        double grace = rate.GracePeriod.TotalSeconds;
+        double period = Math.Max(grace, 64 * 1024 / rate.BytesPerSecond);
+        double owed = acked >= 0 ? 64 * 1024 : waiting;
+        double credit = ((sent + owed) / rate.BytesPerSecond) - Stopwatch.GetElapsedTime(started).TotalSeconds;
+        double first = Math.Min(Math.Max(credit, Math.Max(period, owed / rate.BytesPerSecond)), MaxTimerWait.TotalSeconds);
         if (!(first > 0))
         {
             RateTooLow();
             return false;
         }
 
-        long acked = BytesAcked();
         lock (_rateSync)
         {
-            _rateTimer ??= new Timer(static s => ((SendPathWriter)s!).OnRateTimer(), this, Timeout.Infinite, Timeout.Infinite);
+            if (_released)
+            {
+                return true;
+            }
+
+            _rateTimer ??= NewRateTimer();
             _rateArmed = true;
             _rateAcked = acked;
-            _rateWindow = window;
+            _rateArmedAt = Stopwatch.GetTimestamp();
+            _rateBytesPerSecond = rate.BytesPerSecond;
+            _rateGrace = grace;
             _ratePeriod = TimeSpan.FromSeconds(Math.Min(period, MaxTimerWait.TotalSeconds));
             Schedule(TimeSpan.FromSeconds(first));
         }
@@ -627,27 +638,53 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
         return true;
     }
 
+    // The timer outlives the request that arms it first: it must not carry that request's context (scopes, Activity).
+    private Timer NewRateTimer()
+    {
+        bool suppress = !ExecutionContext.IsFlowSuppressed();
+        AsyncFlowControl flow = suppress ? ExecutionContext.SuppressFlow() : default;
+        try
+        {
+            return new Timer(static s => ((SendPathWriter)s!).OnRateTimer(), this, Timeout.Infinite, Timeout.Infinite);
+        }
+        finally
+        {
+            if (suppress)
+            {
+                flow.Undo();
+            }
+        }
+    }
+
     private void Schedule(TimeSpan due)
     {
         _rateDue = Stopwatch.GetTimestamp() + (long)(due.TotalSeconds * Stopwatch.Frequency);
         _rateTimer!.Change(due, Timeout.InfiniteTimeSpan);
     }
 
-    // A period is over: a client that acknowledged its window since the last look keeps its connection for one more.
+    // A period is over: a client that has kept up with the rate since the wait began (less one grace period) keeps its
+    // connection for one more.
     private void OnRateTimer()
     {
         lock (_rateSync)
         {
-            // Disarmed, or a fire from an earlier schedule that Change could not stop.
-            if (!_rateArmed || Stopwatch.GetTimestamp() < _rateDue - (Stopwatch.Frequency / 20))
+            if (!_rateArmed)
             {
                 return;
             }
 
-            long acked = BytesAcked();
-            if (acked >= 0 && _rateAcked >= 0 && acked - _rateAcked >= _rateWindow)
+            long now = Stopwatch.GetTimestamp();
+            if (now < _rateDue)
             {
-                _rateAcked = acked;
+                // Early, or a fire of an earlier schedule that Change could not stop: look again when due.
+                _rateTimer!.Change(TimeSpan.FromSeconds((double)(_rateDue - now) / Stopwatch.Frequency), Timeout.InfiniteTimeSpan);
+                return;
+            }
+
+            long acked = BytesAcked();
+            double waited = (double)(now - _rateArmedAt) / Stopwatch.Frequency;
+            if (acked >= 0 && _rateAcked >= 0 && acked - _rateAcked >= _rateBytesPerSecond * (waited - _rateGrace))
+            {
                 Schedule(_ratePeriod);
                 return;
             }
