@@ -232,28 +232,12 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         Assert.Equal(206, status);
         long promised = long.Parse(headers["Content-Length"], System.Globalization.CultureInfo.InvariantCulture);
 
-        var received = new MemoryStream();
-        received.Write(leftover);
-        var chunk = new byte[64 * 1024];
-        while (received.Length < 1024 * 1024)
-        {
-            int read = await stream.ReadAsync(chunk, timeout.Token);
-            Assert.NotEqual(0, read);
-            received.Write(chunk, 0, read);
-        }
+        // The second part reaches past the new end.
+        byte[] body = await ReadThenTruncateAsync(stream, leftover, name, 8 * 1024 * 1024, timeout.Token);
 
         // The send path took the body (the copy path would end it short too; the differential test shows the parts of
         // a taken body go by sendfile).
         Assert.Equal(0, fallbacks.Total);
-
-        // The second part reaches past the new end.
-        using (var writer = new FileStream(_f.Files.PathOf(name), FileMode.Open, FileAccess.Write, FileShare.ReadWrite | FileShare.Delete))
-        {
-            writer.SetLength(8 * 1024 * 1024);
-        }
-
-        await RawHttp.ReadToEndAsync(stream, received, timeout.Token);
-        byte[] body = received.ToArray();
         Assert.True(body.Length < promised, $"{body.Length} of {promised} bytes: the response looked complete");
 
         // The bytes that came are the first part whole, then the second part's own bytes from its start.
@@ -265,6 +249,29 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         int first = text.IndexOf("Content-Range: bytes 0-999/", StringComparison.Ordinal);
         int firstStart = text.IndexOf("\r\n\r\n", first, StringComparison.Ordinal) + 4;
         Assert.True(original.AsSpan(0, 1000).SequenceEqual(body.AsSpan(firstStart, 1000)), "first part");
+    }
+
+    // Reads the first MiB of a body (after the bytes that came with the head), cuts the file to newLength, then reads
+    // until the connection ends.
+    private async Task<byte[]> ReadThenTruncateAsync(Stream stream, byte[] leftover, string name, long newLength, CancellationToken cancellationToken)
+    {
+        var received = new MemoryStream();
+        received.Write(leftover);
+        var chunk = new byte[64 * 1024];
+        while (received.Length < 1024 * 1024)
+        {
+            int read = await stream.ReadAsync(chunk, cancellationToken);
+            Assert.NotEqual(0, read);
+            received.Write(chunk, 0, read);
+        }
+
+        using (var writer = new FileStream(_f.Files.PathOf(name), FileMode.Open, FileAccess.Write, FileShare.ReadWrite | FileShare.Delete))
+        {
+            writer.SetLength(newLength);
+        }
+
+        await RawHttp.ReadToEndAsync(stream, received, cancellationToken);
+        return received.ToArray();
     }
 
     private static string Boundary(RawResponse response)
@@ -358,24 +365,8 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         Assert.Equal(200, status);
         Assert.Equal(original.Length.ToString(System.Globalization.CultureInfo.InvariantCulture), headers["Content-Length"]);
 
-        var received = new MemoryStream();
-        received.Write(leftover);
-        var chunk = new byte[64 * 1024];
-        while (received.Length < 1024 * 1024)
-        {
-            int read = await stream.ReadAsync(chunk, timeout.Token);
-            Assert.NotEqual(0, read);
-            received.Write(chunk, 0, read);
-        }
-
-        using (var writer = new FileStream(_f.Files.PathOf(name), FileMode.Open, FileAccess.Write, FileShare.ReadWrite | FileShare.Delete))
-        {
-            writer.SetLength(2 * 1024 * 1024);
-        }
-
         // The connection ends (FIN or reset) short of Content-Length, and every byte that came is the file's own.
-        await RawHttp.ReadToEndAsync(stream, received, timeout.Token);
-        byte[] body = received.ToArray();
+        byte[] body = await ReadThenTruncateAsync(stream, leftover, name, 2 * 1024 * 1024, timeout.Token);
         Assert.True(body.Length < original.Length, $"{body.Length} bytes: the response looked complete");
         Assert.True(original.AsSpan(0, body.Length).SequenceEqual(body), "bytes that are not the file's");
     }
@@ -577,20 +568,16 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
     public async Task A_client_that_stops_reading_a_long_body_is_cut_off_by_its_progress_not_the_body_length()
     {
         await using RateHost rate = await RateHost.StartAsync(1, bytesPerSecond: 4 * 1024 * 1024, sparseLength: 8L * 1024 * 1024 * 1024);
-        using var rateAborts = new InstrumentRecorder(
-            rate.Host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "data_rate_abort"));
-        using Socket socket = await RawHttp.ConnectAsync(rate.Host.Http, receiveBufferSize: 64 * 1024);
-        using var stream = new NetworkStream(socket, ownsSocket: false);
-        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /sparse.bin HTTP/1.1\r\nHost: {rate.Host.Http.Authority}\r\n\r\n"));
+        using InstrumentRecorder rateAborts = rate.RateAborts();
         using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
-        (int status, _, _) = await RawHttp.ReadHeadAsync(stream, timeout.Token);
-        Assert.Equal(200, status);
+        using RateRequest request = await rate.SendAsync("/sparse.bin", 64 * 1024, string.Empty, timeout.Token);
+        Assert.Equal(200, request.Status);
 
         // Within the poll's 30 s bound: the whole body's time would be 2,048 s.
         Assert.Equal(0, await Poll.UntilAsync(() => OpenFileDescriptors.CountUnder(rate.Files.Root), 0));
         Assert.Equal(1, rateAborts.Total);
         var received = new MemoryStream();
-        await RawHttp.ReadToEndAsync(stream, received, timeout.Token);
+        await RawHttp.ReadToEndAsync(request.Stream, received, timeout.Token);
         Assert.True(received.Length < 1024L * 1024 * 1024, $"{received.Length} bytes");
     }
 
@@ -600,21 +587,17 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
     public async Task A_client_reading_below_the_minimum_rate_is_cut_off()
     {
         await using RateHost rate = await RateHost.StartAsync(64 * 1024 * 1024, bytesPerSecond: 1024 * 1024);
-        using var rateAborts = new InstrumentRecorder(
-            rate.Host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "data_rate_abort"));
-        using Socket socket = await RawHttp.ConnectAsync(rate.Host.Http, receiveBufferSize: 16 * 1024);
-        using var stream = new NetworkStream(socket, ownsSocket: false);
-        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /big.txt HTTP/1.1\r\nHost: {rate.Host.Http.Authority}\r\n\r\n"));
+        using InstrumentRecorder rateAborts = rate.RateAborts();
         using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
-        (int status, _, byte[] leftover) = await RawHttp.ReadHeadAsync(stream, timeout.Token);
-        Assert.Equal(200, status);
+        using RateRequest request = await rate.SendAsync("/big.txt", 16 * 1024, string.Empty, timeout.Token);
+        Assert.Equal(200, request.Status);
 
-        long received = leftover.Length;
+        long received = request.Leftover.Length;
         var chunk = new byte[4096];
         try
         {
             int read;
-            while ((read = await stream.ReadAsync(chunk, timeout.Token)) > 0)
+            while ((read = await request.Stream.ReadAsync(chunk, timeout.Token)) > 0)
             {
                 received += read;
                 await Task.Delay(100, timeout.Token);
@@ -638,8 +621,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
     {
         const int Parts = 60_000;
         await using RateHost rate = await RateHost.StartAsync(2 * Parts, bytesPerSecond: 4 * 1024 * 1024, maxRanges: Parts);
-        using var rateAborts = new InstrumentRecorder(
-            rate.Host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "data_rate_abort"));
+        using InstrumentRecorder rateAborts = rate.RateAborts();
         var ranges = new StringBuilder("bytes=");
         for (int i = 0; i < Parts; i++)
         {
@@ -647,20 +629,17 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         }
 
         ranges.Length--;
-        using Socket socket = await RawHttp.ConnectAsync(rate.Host.Http, receiveBufferSize: 4 * 1024);
-        using var stream = new NetworkStream(socket, ownsSocket: false);
-        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /big.txt HTTP/1.1\r\nHost: {rate.Host.Http.Authority}\r\nRange: {ranges}\r\n\r\n"));
         using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
-        (int status, Dictionary<string, string> headers, byte[] leftover) = await RawHttp.ReadHeadAsync(stream, timeout.Token);
-        Assert.Equal(206, status);
-        long promised = long.Parse(headers["Content-Length"], System.Globalization.CultureInfo.InvariantCulture);
+        using RateRequest request = await rate.SendAsync("/big.txt", 4 * 1024, $"Range: {ranges}\r\n", timeout.Token);
+        Assert.Equal(206, request.Status);
+        long promised = long.Parse(request.Headers["Content-Length"], System.Globalization.CultureInfo.InvariantCulture);
         Assert.True(promised > 5_000_000, $"Content-Length {promised}");
 
         // Read nothing more until the server has given up (the 2 s grace period), then drain what was sent.
         Assert.Equal(0, await Poll.UntilAsync(() => OpenFileDescriptors.CountUnder(rate.Files.Root), 0));
         var received = new MemoryStream();
-        received.Write(leftover);
-        await RawHttp.ReadToEndAsync(stream, received, timeout.Token);
+        received.Write(request.Leftover);
+        await RawHttp.ReadToEndAsync(request.Stream, received, timeout.Token);
         Assert.True(received.Length < promised, "the stalled response completed");
         // The send path's own deadline cut it off (Kestrel's rate check never sees a hole's bytes).
         Assert.Equal(1, rateAborts.Total);
@@ -708,11 +687,31 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
             return rate;
         }
 
+        /// <summary>Counts the send path's aborts for a client below the minimum rate.</summary>
+        public InstrumentRecorder RateAborts() => new(
+            Host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.fallbacks", new("fastfiles.send_path.reason", "data_rate_abort"));
+
+        /// <summary>A GET on a new connection with a small receive buffer, read up to the end of the response's head.</summary>
+        public async Task<RateRequest> SendAsync(string target, int receiveBufferSize, string extraHeaders, CancellationToken cancellationToken)
+        {
+            Socket socket = await RawHttp.ConnectAsync(Host.Http, receiveBufferSize: receiveBufferSize);
+            var stream = new NetworkStream(socket, ownsSocket: true);
+            await socket.SendAsync(Encoding.ASCII.GetBytes($"GET {target} HTTP/1.1\r\nHost: {Host.Http.Authority}\r\n{extraHeaders}\r\n"));
+            (int status, Dictionary<string, string> headers, byte[] leftover) = await RawHttp.ReadHeadAsync(stream, cancellationToken);
+            return new RateRequest(stream, status, headers, leftover);
+        }
+
         public async ValueTask DisposeAsync()
         {
             await Host.DisposeAsync();
             Files.Dispose();
         }
+    }
+
+    /// <summary>An open request of <see cref="RateHost.SendAsync"/>: its connection, its head and the body bytes read with it.</summary>
+    private sealed record RateRequest(NetworkStream Stream, int Status, Dictionary<string, string> Headers, byte[] Leftover) : IDisposable
+    {
+        public void Dispose() => Stream.Dispose();
     }
 
     // An app whose only endpoint is a plaintext HTTP/1.1 one from Kestrel:Endpoints, serving files with the file cache off
