@@ -319,6 +319,9 @@ internal static class BenchModes
     {
         string path = Path.Combine(Path.GetTempPath(), $"fastfiles-bench-{Environment.ProcessId}.staticwebassets.endpoints.json");
         FastFiles.Testing.StaticWebAssetsManifest.Write(root, path, compress: false);
+
+        // One per run of the host: gone with the process (the harness stops hosts with SIGTERM, which runs this).
+        AppDomain.CurrentDomain.ProcessExit += (_, _) => File.Delete(path);
         return path;
     }
 
