@@ -647,6 +647,41 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         Assert.True(errors.Length == 0, string.Join("\n", errors));
     }
 
+    // Without a minimum data rate, an app bounds its writes with its own token. A flush waiting for a client that stopped
+    // reading must end when that token is canceled (Kestrel's own output aborts the connection then), not wait for ever.
+    [Fact]
+    public async Task A_flush_waiting_for_the_socket_ends_when_its_token_is_canceled()
+    {
+        var outcome = new TaskCompletionSource<string>(TaskCreationOptions.RunContinuationsAsynchronously);
+        await using TestHost host = await TestHost.StartAsync(
+            app => app.MapGet("/endless", async context =>
+            {
+                using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(1));
+                byte[] chunk = new byte[64 * 1024];
+                try
+                {
+                    while (true)
+                    {
+                        await context.Response.BodyWriter.WriteAsync(chunk, cts.Token);
+                    }
+                }
+                catch (Exception ex)
+                {
+                    outcome.TrySetResult(cts.IsCancellationRequested ? "canceled" : ex.GetType().Name);
+                }
+            }),
+            configureKestrel: k => k.Limits.MinResponseDataRate = null);
+        using Socket socket = await RawHttp.ConnectAsync(host.Http, receiveBufferSize: 16 * 1024);
+        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /endless HTTP/1.1\r\nHost: {host.Http.Authority}\r\n\r\n"));
+
+        // The client reads nothing; the socket fills within the second the token allows.
+        Assert.Equal("canceled", await outcome.Task.WaitAsync(TimeSpan.FromSeconds(30)));
+        using var stream = new NetworkStream(socket, ownsSocket: false);
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+        await RawHttp.ReadToEndAsync(stream, new MemoryStream(), timeout.Token);
+        Assert.False(timeout.IsCancellationRequested, "the connection stayed open");
+    }
+
     /// <summary>A host with a minimum response data rate (after a 2 s grace period), serving one file.</summary>
     private sealed class RateHost : IAsyncDisposable
     {

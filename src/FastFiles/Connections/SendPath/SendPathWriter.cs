@@ -236,21 +236,29 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
             _ownerSending = true;
         }
 
-        return FlushSlowAsync();
+        return FlushSlowAsync(cancellationToken);
     }
 
-    // The socket buffer is full: wait for it on the runtime's epoll loop, then go on inline.
+    // The socket buffer is full: wait for it on the runtime's epoll loop, then go on inline. A send to the socket cannot
+    // be taken back, so the flush's token ends the connection, as Kestrel does when a flush of its own pipe is canceled
+    // (ConnectionOrStreamAbortedByCancellationToken); the flush then throws as a pipe's would.
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
-    private async ValueTask<FlushResult> FlushSlowAsync()
+    private async ValueTask<FlushResult> FlushSlowAsync(CancellationToken cancellationToken)
     {
+        CancellationTokenRegistration canceled = cancellationToken.CanBeCanceled
+            ? cancellationToken.UnsafeRegister(static s => ((SendPathWriter)s!).AbortByToken(), this)
+            : default;
         try
         {
             await SendQueuedAsync();
         }
         finally
         {
+            canceled.Dispose();
             EndOwnerSend();
         }
+
+        cancellationToken.ThrowIfCancellationRequested();
 
         if (_cancelRequested)
         {
@@ -512,6 +520,9 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
             BlockPool.Return(block);
         }
     }
+
+    private void AbortByToken()
+        => _connection.Abort(new ConnectionAbortedException("A flush waiting for the socket was canceled by its token."));
 
     public override void CancelPendingFlush() => _cancelRequested = true;
 
