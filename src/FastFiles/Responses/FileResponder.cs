@@ -120,10 +120,8 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
         // A cached body long enough for the connection's zero-copy sender goes from the descriptor the cache keeps for it
         // (ZeroCopySendFileOptions.CachedMinimumLength); the bytes in memory when the sender declines.
-        // (HTTP/1.x only: an h2c stream sees the sender too, which would decline it after the lease.)
-        IZeroCopyFileSender? cachedSender = plan.Body == ResponseBody.CachedBytes && plan.Multipart is null && file.SharedHandle is not null
-            && (HttpProtocol.IsHttp11(request.Protocol) || HttpProtocol.IsHttp10(request.Protocol))
-            && context.Features.Get<IZeroCopyFileSender>() is { } sender && count >= sender.CachedMinimumLength ? sender : null;
+        IZeroCopyFileSender? cachedSender = plan.Body == ResponseBody.CachedBytes && plan.Multipart is null
+            && CachedBodySender(context, file) is { } sender && count >= sender.CachedMinimumLength ? sender : null;
 
         FileSendStatus result;
         CancellationToken aborted = context.RequestAborted;
@@ -144,7 +142,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                 result = await SendMultipartAsync(context, file, owned, multipart, aborted)
                     ?? await WriteMultipartAsync(response, file, owned ?? file.Handle, multipart, aborted);
             }
-            else if (cachedSender is not null && await SendCachedAsync(context.Features, cachedSender, file, start, count, aborted) is { } sent)
+            else if (cachedSender is not null && await SendCachedAsync(context.Features, cachedSender, file, start, count, multipart: null, aborted) is { } sent)
             {
                 result = sent;
             }
@@ -215,10 +213,17 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         return true;
     }
 
-    // The cache's descriptor, leased for this body, if it is still the version the headers describe; null (nothing
-    // written) when the descriptor is retired, the file changed, or the sender declines the response.
+    // The connection's zero-copy sender for a cached body that may go from the descriptor the cache keeps. HTTP/1.x only:
+    // an h2c stream sees the sender too, which would decline it after the lease.
+    private static IZeroCopyFileSender? CachedBodySender(HttpContext context, FileVersion file)
+        => file.SharedHandle is not null && (HttpProtocol.IsHttp11(context.Request.Protocol) || HttpProtocol.IsHttp10(context.Request.Protocol))
+            ? context.Features.Get<IZeroCopyFileSender>()
+            : null;
+
+    // The cache's descriptor, leased for this body (a range, or a multipart body), if it is still the version the headers
+    // describe; null (nothing written) when the descriptor is retired, the file changed, or the sender declines the response.
     private static async ValueTask<FileSendStatus?> SendCachedAsync(
-        IFeatureCollection features, IZeroCopyFileSender sender, FileVersion file, long start, long count, CancellationToken aborted)
+        IFeatureCollection features, IZeroCopyFileSender sender, FileVersion file, long start, long count, MultipartByteRanges? multipart, CancellationToken aborted)
     {
         if (!VersionHandle.TryAcquire(file, leaseOnly: true, out VersionHandle lease))
         {
@@ -227,44 +232,30 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
         using (lease)
         {
-            return await sender.TrySendAsync(features, lease.Handle!, file.Stamp, stampChecked: true, start, count, aborted);
+            return multipart is null
+                ? await sender.TrySendAsync(features, lease.Handle!, file.Stamp, stampChecked: true, start, count, aborted)
+                : await sender.TrySendMultipartAsync(features, lease.Handle!, file.Stamp, stampChecked: true, multipart, aborted);
         }
     }
 
     // A multipart body through the connection's zero-copy sender, each part's range from a descriptor: the one this
     // response holds for a body from disk, or for a cached body whose parts are on average as long as a cached single
-    // range must be (CachedMinimumLength), the one the cache keeps. Null (nothing written) when there is no sender, no descriptor,
-    // or the sender declines: the parts are then copied. Against copying them, measured in
+    // range must be (CachedMinimumLength), the one the cache keeps. Null (nothing written) when there is no sender, no
+    // descriptor, or the sender declines: the parts are then copied. Against copying them, measured in
     // benchmarks/results/multipart-2026-11-26.
     private static async ValueTask<FileSendStatus?> SendMultipartAsync(
         HttpContext context, FileVersion file, SafeFileHandle? owned, MultipartByteRanges multipart, CancellationToken aborted)
     {
-        if (context.Features.Get<IZeroCopyFileSender>() is not { } sender)
-        {
-            return null;
-        }
-
         if (file.Content is null)
         {
-            return (owned ?? file.Handle) is { } handle
+            return context.Features.Get<IZeroCopyFileSender>() is { } sender && (owned ?? file.Handle) is { } handle
                 ? await sender.TrySendMultipartAsync(context.Features, handle, file.Stamp, stampChecked: owned is not null, multipart, aborted)
                 : null;
         }
 
-        // (HTTP/1.x only, as for a single cached range: an h2c stream sees the sender too, which would decline it after
-        // the lease.)
-        string protocol = context.Request.Protocol;
-        if (file.SharedHandle is null || !multipart.PartsReach(sender.CachedMinimumLength)
-            || !(HttpProtocol.IsHttp11(protocol) || HttpProtocol.IsHttp10(protocol))
-            || !VersionHandle.TryAcquire(file, leaseOnly: true, out VersionHandle lease))
-        {
-            return null;
-        }
-
-        using (lease)
-        {
-            return await sender.TrySendMultipartAsync(context.Features, lease.Handle!, file.Stamp, stampChecked: true, multipart, aborted);
-        }
+        return CachedBodySender(context, file) is { } cachedSender && multipart.PartsReach(cachedSender.CachedMinimumLength)
+            ? await SendCachedAsync(context.Features, cachedSender, file, 0, 0, multipart, aborted)
+            : null;
     }
 
     // Each part's header block, then its bytes, then the closing delimiter. The last part from disk checks the file's stamp

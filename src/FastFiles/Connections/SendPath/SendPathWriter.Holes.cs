@@ -42,6 +42,10 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
 
     private static readonly TimeSpan MaxTimerWait = TimeSpan.FromDays(24);
 
+    // The least a wait for socket room is given time for at the minimum rate: Kestrel's MaxResponseBufferSize, the most
+    // its own output holds back.
+    private const double RateWindow = 64 * 1024;
+
     // With a stamp, this many bytes at the end of a body wait for one more look at the file. Any size makes a torn body
     // end short; one copy batch, as the copy path holds back, keeps the extra sendfile(2) call rare for small bodies.
     private const long FinalChunk = 64 * 1024;
@@ -64,9 +68,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     private long _rateDue;
     private long _rateAcked;
     private long _rateArmedAt;
-    private double _rateBytesPerSecond;
-    private double _rateGrace;
-    private TimeSpan _ratePeriod;
+    private MinDataRate? _rate;
     private volatile bool _rateTooLow;
 
     public ValueTask<FileSendStatus?> TrySendAsync(IFeatureCollection features, SafeFileHandle file, FileStamp? stamp, bool stampChecked, long offset, long count, CancellationToken cancellationToken)
@@ -332,17 +334,9 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
 
                 // MSG_MORE: the held headers (or a part's header block) wait for the range's first bytes, so both leave
                 // in one packet.
-                bool queuedSent;
-                lock (_sync)
-                {
-                    queuedSent = SendQueuedInline(more: true);
-                }
-
-                if (!queuedSent)
-                {
-                    stampChecked = false;
-                    await SendQueuedBoundedAsync(rate, fileBytes, started);
-                }
+                ValueTask held = SendHeldAsync(more: true, rate, fileBytes, started);
+                stampChecked &= held.IsCompleted;
+                await held;
 
                 fileBytes += end - position;
                 long rangeStart = position;
@@ -403,16 +397,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             if (multipart is not null && !_failed)
             {
                 QueueCopy(multipart.Closing.Span);
-                bool sent;
-                lock (_sync)
-                {
-                    sent = SendQueuedInline(more: false);
-                }
-
-                if (!sent)
-                {
-                    await SendQueuedBoundedAsync(rate, fileBytes, started);
-                }
+                await SendHeldAsync(more: false, rate, fileBytes, started);
             }
 
             if (_failed)
@@ -561,9 +546,25 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     }
 
     /// <summary>
-    /// Bytes the hole sends itself (the held headers, a part's header block, the closing delimiter) once the socket has
-    /// room, under the same deadline as the file's bytes: a client that stops reading between two parts is cut off as
-    /// one that stops inside a part.
+    /// Bytes the hole sends itself (the held headers, a part's header block, the closing delimiter): at once when the
+    /// socket has room (completed, nothing waited), else once it has, under the same deadline as the file's bytes.
+    /// </summary>
+    private ValueTask SendHeldAsync(bool more, MinDataRate? rate, long sent, long started)
+    {
+        lock (_sync)
+        {
+            if (SendQueuedInline(more))
+            {
+                return default;
+            }
+        }
+
+        return SendQueuedBoundedAsync(rate, sent, started);
+    }
+
+    /// <summary>
+    /// Bytes the hole sends itself once the socket has room, under the same deadline as the file's bytes: a client that
+    /// stops reading between two parts is cut off as one that stops inside a part.
     /// </summary>
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
     private async ValueTask SendQueuedBoundedAsync(MinDataRate? rate, long sent, long started)
@@ -606,9 +607,8 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
         }
 
         long acked = BytesAcked();
-        double grace = rate.GracePeriod.TotalSeconds;
-        double period = Math.Max(grace, 64 * 1024 / rate.BytesPerSecond);
-        double owed = acked >= 0 ? 64 * 1024 : waiting;
+        double period = Period(rate);
+        double owed = acked >= 0 ? RateWindow : waiting;
         double credit = ((sent + owed) / rate.BytesPerSecond) - Stopwatch.GetElapsedTime(started).TotalSeconds;
         double first = Math.Min(Math.Max(credit, Math.Max(period, owed / rate.BytesPerSecond)), MaxTimerWait.TotalSeconds);
         if (!(first > 0))
@@ -628,15 +628,16 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             _rateArmed = true;
             _rateAcked = acked;
             _rateArmedAt = Stopwatch.GetTimestamp();
-            _rateBytesPerSecond = rate.BytesPerSecond;
-            _rateGrace = grace;
-            _ratePeriod = TimeSpan.FromSeconds(Math.Min(period, MaxTimerWait.TotalSeconds));
+            _rate = rate;
             Schedule(TimeSpan.FromSeconds(first));
         }
 
         armed = true;
         return true;
     }
+
+    // How often a waiting client is looked at: the grace period, or the time RateWindow takes at the rate if longer.
+    private static double Period(MinDataRate rate) => Math.Max(rate.GracePeriod.TotalSeconds, RateWindow / rate.BytesPerSecond);
 
     // The timer outlives the request that arms it first: it must not carry that request's context (scopes, Activity).
     private Timer NewRateTimer()
@@ -683,9 +684,9 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
 
             long acked = BytesAcked();
             double waited = (double)(now - _rateArmedAt) / Stopwatch.Frequency;
-            if (acked >= 0 && _rateAcked >= 0 && acked - _rateAcked >= _rateBytesPerSecond * (waited - _rateGrace))
+            if (acked >= 0 && _rateAcked >= 0 && acked - _rateAcked >= _rate!.BytesPerSecond * (waited - _rate.GracePeriod.TotalSeconds))
             {
-                Schedule(_ratePeriod);
+                Schedule(TimeSpan.FromSeconds(Math.Min(Period(_rate), MaxTimerWait.TotalSeconds)));
                 return;
             }
 
