@@ -371,21 +371,19 @@ internal sealed class StaticLaneConnectionMiddleware
         int status = StatusCodes200;
         long start = 0, count = version.Length;
 
-        // RFC 9110 13.2.2: If-None-Match (weak comparison), else If-Modified-Since. If-Match and If-Unmodified-Since
-        // never reach here (the parser hands them off).
-        bool? noneMatch = null;
+        // RFC 9110 13.2.2: If-None-Match (weak comparison; a malformed value is a true condition), else
+        // If-Modified-Since (13.1.3: ignored whenever If-None-Match is present). If-Match and If-Unmodified-Since never
+        // reach here (the parser hands them off).
         if (!request.IfNoneMatch.IsEmpty)
         {
             Span<char> chars = stackalloc char[request.IfNoneMatch.Length];
             System.Text.Ascii.ToUtf16(request.IfNoneMatch, chars, out _);
-            noneMatch = EntityTagMatcher.AnyMatches(chars, etag, strong: false);
+            if (EntityTagMatcher.AnyMatches(chars, etag, strong: false) == true)
+            {
+                status = StatusCodes304;
+            }
         }
-
-        if (noneMatch == true)
-        {
-            status = StatusCodes304;
-        }
-        else if (noneMatch is null && !request.IfModifiedSince.IsEmpty)
+        else if (!request.IfModifiedSince.IsEmpty)
         {
             Span<char> chars = stackalloc char[request.IfModifiedSince.Length];
             System.Text.Ascii.ToUtf16(request.IfModifiedSince, chars, out _);

@@ -53,7 +53,8 @@ internal sealed class StaticLaneResponse
         _partialMiddle = [.. server, .. Ascii(partial[..range] + "Content-Range: bytes ")];
         _partialTail = Ascii(partial[(range + ContentRangeMark.Length)..] + "\r\n");
         _lengthSuffix = Ascii(string.Create(CultureInfo.InvariantCulture, $"/{version.Length}\r\n"));
-        _unsatisfiableTail = [.. server, .. Ascii(string.Create(CultureInfo.InvariantCulture, $"Content-Range: bytes */{version.Length}\r\n\r\n"))];
+        _unsatisfiableTail = [.. server, .. Ascii(string.Create(CultureInfo.InvariantCulture, $"Content-Range: bytes */{version.Length}\r\n")
+            + (ok.Vary is null ? string.Empty : $"Vary: {ok.Vary}\r\n") + "\r\n")];
     }
 
     private const string ContentRangeMark = "\0range\0";

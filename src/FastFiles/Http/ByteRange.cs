@@ -60,7 +60,7 @@ internal static class ByteRangeParser
     /// <summary>
     /// One range-spec (<c>first-last</c>, <c>first-</c> or <c>-suffix</c>) against <paramref name="length"/>:
     /// <see cref="RangeKind.Single"/> when satisfiable, <see cref="RangeKind.Unsatisfiable"/>, or
-    /// <see cref="RangeKind.None"/> when malformed.
+    /// <see cref="RangeKind.None"/> when malformed or a suffix of an empty representation (to be ignored).
     /// </summary>
     internal static RangeKind ParseSpec(ReadOnlySpan<char> spec, long length, out long start, out long count)
     {
@@ -83,9 +83,16 @@ internal static class ByteRangeParser
                 return RangeKind.None;
             }
 
-            if (suffix == 0 || length == 0)
+            if (suffix == 0)
             {
                 return RangeKind.Unsatisfiable;
+            }
+
+            if (length == 0)
+            {
+                // RFC 9110 14.1.2: the one satisfiable range of an empty representation, which no Content-Range can
+                // express; the Range is ignored (14.2 allows it) and the empty 200 goes.
+                return RangeKind.None;
             }
 
             count = Math.Min(suffix, length);

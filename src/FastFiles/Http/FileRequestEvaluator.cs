@@ -77,8 +77,8 @@ internal static class FileRequestEvaluator
         StringValues ifMatch = headers.IfMatch;
         if (!StringValues.IsNullOrEmpty(ifMatch))
         {
-            // 13.1.1: strong comparison.
-            if (EntityTagMatcher.AnyMatches(ifMatch, file.ETag, strong: true) == false)
+            // 13.1.1: strong comparison; a value that is neither "*" nor a list of entity-tags is a false condition.
+            if (EntityTagMatcher.AnyMatches(ifMatch, file.ETag, strong: true) != true)
             {
                 return StatusCodes.Status412PreconditionFailed;
             }
@@ -91,13 +91,12 @@ internal static class FileRequestEvaluator
         }
 
         StringValues ifNoneMatch = headers.IfNoneMatch;
-        bool? noneMatchHit = StringValues.IsNullOrEmpty(ifNoneMatch) ? null
-            : parsed is not null ? parsed.IfNoneMatch(ifNoneMatch, file.ETag)
-            : EntityTagMatcher.AnyMatches(ifNoneMatch, file.ETag, strong: false);
-        if (noneMatchHit is not null)
+        if (!StringValues.IsNullOrEmpty(ifNoneMatch))
         {
-            // 13.1.2: weak comparison; a match is 304 for GET/HEAD, 412 otherwise. If-Modified-Since is then ignored.
-            return !noneMatchHit.Value ? StatusCodes.Status200OK
+            // 13.1.2: weak comparison; a match is 304 for GET/HEAD, 412 otherwise, and anything else (a malformed value
+            // included) a true condition. 13.1.3: If-Modified-Since is then ignored.
+            bool? hit = parsed is not null ? parsed.IfNoneMatch(ifNoneMatch, file.ETag) : EntityTagMatcher.AnyMatches(ifNoneMatch, file.ETag, strong: false);
+            return hit != true ? StatusCodes.Status200OK
                 : isGetOrHead ? StatusCodes.Status304NotModified : StatusCodes.Status412PreconditionFailed;
         }
 

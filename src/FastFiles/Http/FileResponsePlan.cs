@@ -79,11 +79,18 @@ internal readonly struct FileResponsePlan
             request.Headers, file, request.IsGet, isHead, settings.EnableRangeProcessing, request.Memo, out long start, out long count, out ByteRange[]? ranges, maxRanges);
         switch (status)
         {
+            // Both depend on the representation Accept-Encoding selected (its tag, its length): Vary says so as on a 200
+            // (RFC 9110 12.5.5), so a cache never answers another coding's request with them.
             case StatusCodes.Status412PreconditionFailed:
-                return new FileResponsePlan { StatusCode = status };
+                return new FileResponsePlan { StatusCode = status, Vary = VaryOf(settings) };
             case StatusCodes.Status416RangeNotSatisfiable:
                 // RFC 9110 15.5.17: say how long the representation is.
-                return new FileResponsePlan { StatusCode = status, ContentRange = string.Create(CultureInfo.InvariantCulture, $"bytes */{file.Length}") };
+                return new FileResponsePlan
+                {
+                    StatusCode = status,
+                    ContentRange = string.Create(CultureInfo.InvariantCulture, $"bytes */{file.Length}"),
+                    Vary = VaryOf(settings),
+                };
             case StatusCodes.Status304NotModified:
                 return NotModified(file, settings, reuseStrings);
         }
@@ -135,6 +142,8 @@ internal readonly struct FileResponsePlan
         Vary = Vary,
     };
 
+    private static string? VaryOf(in FileResponseSettings settings) => settings.VaryAcceptEncoding ? VaryAcceptEncoding : null;
+
     private static FileResponsePlan Content(
         FileVersion file, in FileResponseSettings settings, bool reuseStrings, int status, long start, long count, ResponseBody body, MultipartByteRanges? multipart) => new()
     {
@@ -145,7 +154,7 @@ internal readonly struct FileResponsePlan
         ETag = reuseStrings ? file.ETag : file.FreshETag(),
         LastModified = reuseStrings ? file.LastModifiedHeader : file.FreshLastModifiedHeader(),
         CacheControl = settings.CacheControl,
-        Vary = settings.VaryAcceptEncoding ? VaryAcceptEncoding : null,
+        Vary = VaryOf(settings),
         // RFC 9110 14.6: with several parts the media type moves into each part.
         ContentType = multipart?.ContentType ?? settings.ContentType,
         AcceptRanges = settings.EnableRangeProcessing ? AcceptRangesBytes : null,

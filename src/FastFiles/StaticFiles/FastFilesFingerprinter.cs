@@ -77,6 +77,33 @@ internal sealed class FastFilesFingerprinter : IFastFilesFingerprinter
         return default;
     }
 
+    /// <summary>
+    /// Where a stale hash is sent: the request's path escaped (a Location is a URI reference, RFC 9110 10.2.2; the
+    /// request's <see cref="PathString"/> is decoded) and its query as sent, the first <c>v</c> value replaced by
+    /// <paramref name="quotedTag"/>'s and every other parameter kept.
+    /// </summary>
+    public static string Redirect(PathString path, string queryString, string quotedTag)
+    {
+        ReadOnlySpan<char> tag = quotedTag.AsSpan(1, quotedTag.Length - 2);
+
+        // Every segment escaped in full: PathString.ToUriComponent keeps a decoded "%3F" as it is, which would name
+        // another file ("?" there).
+        string escaped = string.Join('/', path.Value!.Split('/').Select(Uri.EscapeDataString));
+        for (int start = 1; start < queryString.Length;)
+        {
+            int amp = queryString.IndexOf('&', start);
+            int end = amp < 0 ? queryString.Length : amp;
+            if (end - start > 2 && queryString[start] == 'v' && queryString[start + 1] == '=')
+            {
+                return string.Concat(escaped.AsSpan(), queryString.AsSpan(0, start + 2), tag, queryString.AsSpan(end));
+            }
+
+            start = end + 1;
+        }
+
+        return string.Concat(escaped.AsSpan(), QueryPrefix, tag);
+    }
+
     /// <summary>Whether a quoted tag is <paramref name="requested"/>.</summary>
     public static bool Names(ReadOnlySpan<char> requested, string quotedTag)
         => requested.SequenceEqual(quotedTag.AsSpan(1, quotedTag.Length - 2));

@@ -174,7 +174,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                     // one (RFC 9110 15.4.3), and let nobody cache the redirect for long.
                     HttpRequest httpRequest = context.Request;
                     context.Response.StatusCode = StatusCodes.Status302Found;
-                    context.Response.Headers.Location = httpRequest.PathBase + FastFilesFingerprinter.Append(httpRequest.Path.Value!, current);
+                    context.Response.Headers.Location = FastFilesFingerprinter.Redirect(httpRequest.PathBase + httpRequest.Path, httpRequest.QueryString.Value!, current);
                     context.Response.Headers.CacheControl = "no-cache";
                     Log.StaleFingerprint(_logger, entry.Settings.LogName);
                     return;

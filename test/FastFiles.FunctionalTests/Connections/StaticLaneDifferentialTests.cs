@@ -288,6 +288,94 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
         ];
     }
 
+    /// <summary>
+    /// Seeds the lane can answer, each mutated at one byte (inserted, replaced or removed, from bytes that matter to an
+    /// HTTP/1.1 parser), at a header line (repeated or dropped) or in letter case: a fixed seed, so a failure repeats.
+    /// </summary>
+    private List<string> Mutations(int count, int seed)
+    {
+        string etag = _f.ETag;
+        string[] seeds =
+        [
+            Get("/data.txt"),
+            Get("/one.txt", "Accept-Encoding: gzip, br\r\n"),
+            Get("/page.js", "Accept-Encoding: gzip;q=0.5, br\r\nRange: bytes=1-20\r\n"),
+            Get("/data.txt", $"If-None-Match: {etag}\r\nConnection: keep-alive\r\n"),
+            Get("/data.txt", "Range: bytes=5-,-3\r\nIf-Range: " + etag + "\r\n"),
+            Get("/dir/inner.txt", "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\nUser-Agent: x\r\n"),
+            Get("/dir/", "Cookie: a=b\r\n", method: "HEAD"),
+            Get("/mid.bin", "Range: bytes=100-35000\r\n"),
+        ];
+        byte[] alphabet = [(byte)' ', (byte)'\t', (byte)'\r', (byte)'\n', 0, (byte)':', (byte)'/', (byte)'%', (byte)'.', (byte)'\\', (byte)'?',
+            (byte)'#', 0x7F, 0x80, 0xFF, (byte)',', (byte)';', (byte)'"', (byte)'=', (byte)'-', (byte)'0', (byte)'A', 0x0B, 0x0C];
+        var random = new Random(seed);
+        var cases = new List<string>(count);
+        while (cases.Count < count)
+        {
+            string original = seeds[random.Next(seeds.Length)];
+            string mutated = original;
+            for (int n = 1 + random.Next(3); n > 0; n--)
+            {
+                mutated = Mutate(mutated, random, alphabet);
+            }
+
+            if (mutated != original)
+            {
+                cases.Add(mutated);
+            }
+        }
+
+        return cases;
+    }
+
+    private static string Mutate(string request, Random random, byte[] alphabet)
+    {
+        int at = random.Next(Math.Max(1, request.Length - 2));
+        string any = ((char)alphabet[random.Next(alphabet.Length)]).ToString();
+        switch (random.Next(6))
+        {
+            case 0:
+                return request.Insert(at, any);
+            case 1:
+                return request.Remove(at, 1).Insert(at, any);
+            case 2:
+                return request.Remove(at, 1);
+            case 3:
+                char c = request[at];
+                return request.Remove(at, 1).Insert(at, (char.IsUpper(c) ? char.ToLowerInvariant(c) : char.ToUpperInvariant(c)).ToString());
+            default:
+                // Repeat or drop one whole line (the request line included).
+                List<string> lines = [.. request.TrimEnd('\r', '\n').Split("\r\n")];
+                int line = random.Next(lines.Count);
+                if (random.Next(2) == 0)
+                {
+                    lines.Insert(line, lines[line]);
+                }
+                else
+                {
+                    lines.RemoveAt(line);
+                }
+
+                return string.Join("\r\n", lines) + "\r\n\r\n";
+        }
+    }
+
+    [Fact]
+    public async Task MutatedRequests_AnsweredIdentically()
+    {
+        // Every other case arrives in two writes, split at a point drawn from the same seed.
+        List<string> cases = Mutations(3000, seed: 20261126);
+        var split = new Random(cases.Count);
+        (long appWithout, long appWith) = await AssertIdenticalAsync("plain", [.. cases.Select((r, i) =>
+        {
+            int at = 1 + split.Next(r.Length - 1);
+            return i % 2 == 0 ? new[] { r + End } : [r[..at], r[at..] + End];
+        })]);
+
+        // Many mutations leave a request the lane still answers: the lane was really exercised, not only handing off.
+        Assert.True(appWith + 100 < appWithout, $"the app saw {appWith} requests through the lane, {appWithout} without it");
+    }
+
     // The equivalence above holds whoever answers; here the lane must be the one answering directories itself.
     [Fact]
     public async Task Directories_with_a_default_file_are_answered_by_the_lane()

@@ -100,6 +100,28 @@ public sealed class FingerprinterTests : IAsyncLifetime
         }
     }
 
+    [Theory]
+    [InlineData("caf\u00e9.css", "caf%C3%A9.css")]
+    [InlineData("two words.css", "two%20words.css")]
+    [InlineData("q%3F.css", "q%253F.css")]
+    public async Task A_stale_hash_of_a_name_that_needs_escaping_redirects_to_its_escaped_url(string name, string escaped)
+    {
+        byte[] bytes = _files.Create("reports/" + name, 500, seed: 3);
+        string stale = $"/reports/{escaped}?lang=en&v=AAAAAAAAAAAAAAAAAAAAAA&x=%20";
+        foreach (Transport transport in TransportMatrix.Default)
+        {
+            using HttpResponseMessage response = await _host.SendAsync(transport, stale);
+            Assert.Equal(HttpStatusCode.Found, response.StatusCode);
+            string location = response.Headers.Location!.OriginalString;
+            Assert.Equal($"/reports/{escaped}?lang=en&v={Hash(bytes)}&x=%20", location);
+
+            // The escaped URL names the same file, served as current.
+            using HttpResponseMessage current = await _host.SendAsync(transport, location);
+            Assert.Equal(bytes, await current.Content.ReadAsByteArrayAsync());
+            Assert.Equal(FastStaticFileOptions.ImmutableCacheControl, current.Header("Cache-Control"));
+        }
+    }
+
     [Fact]
     public async Task A_large_file_gets_its_url_once_hashed_and_unknown_paths_stay_as_they_are()
     {

@@ -119,6 +119,33 @@ public sealed class PrecompressedTests(PrecompressedTests.Fixture fixture) : ICl
         Assert.Equal(expected, await response.Content.ReadAsByteArrayAsync());
     }
 
+    // A 412 or 416 depends on the variant Accept-Encoding selected (its tag, its length): it says so as a 200 does
+    // (RFC 9110 12.5.5), so a cache never hands one coding's answer to a request for another.
+    [Theory]
+    [InlineData(Transport.Http11, "br", "Range", "bytes=100000-", 416)]
+    [InlineData(Transport.Http11, null, "Range", "bytes=100000-", 416)]
+    [InlineData(Transport.H2c, "gzip", "If-Match", "\"nope\"", 412)]
+    [InlineData(Transport.Http11, "gzip", "If-Match", "garbage", 412)]
+    public async Task Failed_conditions_and_unsatisfiable_ranges_carry_vary(Transport transport, string? acceptEncoding, string name, string value, int status)
+    {
+        using HttpResponseMessage response = await _f.Host.SendAsync(transport, "/app.js", r =>
+        {
+            r.Headers.TryAddWithoutValidation(name, value);
+            if (acceptEncoding is not null)
+            {
+                r.Headers.TryAddWithoutValidation("Accept-Encoding", acceptEncoding);
+            }
+        });
+        Assert.Equal(status, (int)response.StatusCode);
+        Assert.Equal("Accept-Encoding", response.Header("Vary"));
+        if (status == 416)
+        {
+            Assert.Equal($"bytes */{_f.Variants[acceptEncoding ?? string.Empty].Length}", response.Header("Content-Range"));
+        }
+
+        Assert.Empty(await response.Content.ReadAsByteArrayAsync());
+    }
+
     [Fact]
     public async Task Each_variant_has_its_own_etag()
     {

@@ -142,7 +142,6 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
     [InlineData(Transport.Http11, "/data.bin", "bytes=-0", Length)]
     [InlineData(Transport.Http11, "/data.bin", "bytes=" + Huge + "-", Length)]
     [InlineData(Transport.Http11, "/empty.bin", "bytes=0-", 0)]
-    [InlineData(Transport.Http11, "/empty.bin", "bytes=-1", 0)]
     [InlineData(Transport.H2c, "/data.bin", "bytes=10000-", Length)]
     [InlineData(Transport.H2c, "/data.bin", "bytes=" + Huge + "-" + Huge, Length)]
     [InlineData(Transport.H2c, "/empty.bin", "bytes=0-0", 0)]
@@ -151,6 +150,21 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
         using HttpResponseMessage response = await _host.SendAsync(transport, path, r => r.Headers.TryAddWithoutValidation("Range", range));
         Assert.Equal(HttpStatusCode.RequestedRangeNotSatisfiable, response.StatusCode);
         Assert.Equal(string.Create(CultureInfo.InvariantCulture, $"bytes */{length}"), response.Header("Content-Range"));
+        Assert.Empty(await response.Content.ReadAsByteArrayAsync());
+    }
+
+    // RFC 9110 14.1.2: a suffix of an empty representation is its one satisfiable range, which no Content-Range can
+    // express; the Range is ignored.
+    [Theory]
+    [InlineData(Transport.Http11, "bytes=-1")]
+    [InlineData(Transport.Http11, "bytes=-1,0-5")]
+    [InlineData(Transport.H2c, "bytes=-100")]
+    public async Task A_suffix_range_of_an_empty_file_is_an_empty_200(Transport transport, string range)
+    {
+        using HttpResponseMessage response = await _host.SendAsync(transport, "/empty.bin", r => r.Headers.TryAddWithoutValidation("Range", range));
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        Assert.Null(response.Header("Content-Range"));
+        Assert.Equal(0, response.Content.Headers.ContentLength);
         Assert.Empty(await response.Content.ReadAsByteArrayAsync());
     }
 
@@ -196,6 +210,8 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
             data.Add(t, "If-Match", "*", 200);
             data.Add(t, "If-Match", "\"nope\"", 412);
             data.Add(t, "If-Match", "W/" + etag, 412);
+            // Neither "*" nor a list of entity-tags: a false condition.
+            data.Add(t, "If-Match", "garbage", 412);
             // If-None-Match (13.1.2): weak comparison.
             data.Add(t, "If-None-Match", etag, 304);
             data.Add(t, "If-None-Match", "W/" + etag, 304);
@@ -242,6 +258,10 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
         await AssertAsync(412, ("If-Unmodified-Since", before), ("If-None-Match", etag));
         // Step 3 present and not matching: If-Modified-Since (step 4) is ignored.
         await AssertAsync(200, ("If-None-Match", "\"nope\""), ("If-Modified-Since", lm));
+        // A malformed If-None-Match is a true condition, and If-Modified-Since is still ignored (13.1.3).
+        await AssertAsync(200, ("If-None-Match", "garbage"), ("If-Modified-Since", lm));
+        // A malformed If-Match fails step 1 (13.1.1), whatever If-Unmodified-Since says.
+        await AssertAsync(412, ("If-Match", "garbage"), ("If-Unmodified-Since", lm));
         // Step 3 matching wins over an If-Modified-Since that says modified.
         await AssertAsync(304, ("If-None-Match", etag), ("If-Modified-Since", before));
         // Preconditions come before Range (step 5).

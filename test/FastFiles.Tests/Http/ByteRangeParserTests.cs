@@ -42,11 +42,17 @@ public sealed class ByteRangeParserTests
     [InlineData("bytes=-0", 100)]
     [InlineData("bytes=0-", 0)]
     [InlineData("bytes=0-0", 0)]
-    [InlineData("bytes=-5", 0)]
     [InlineData("bytes=" + Huge + "-", 100)]
     [InlineData("bytes=" + Huge + "-" + Huge, 100)]
     public void Unsatisfiable_ranges(string header, long length)
         => Assert.Equal(RangeKind.Unsatisfiable, ByteRangeParser.Parse(header, length, out _, out _));
+
+    // RFC 9110 14.1.2: an empty representation's one satisfiable range has no Content-Range; the header is ignored.
+    [Theory]
+    [InlineData("bytes=-5")]
+    [InlineData("bytes=-" + Huge)]
+    public void A_suffix_of_an_empty_representation_is_ignored(string header)
+        => Assert.Equal(RangeKind.None, ByteRangeParser.Parse(header, 0, out _, out _));
 
     [Theory]
     [InlineData("")]
