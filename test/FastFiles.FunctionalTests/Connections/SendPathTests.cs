@@ -1,4 +1,6 @@
+using System.Buffers;
 using System.Diagnostics.Metrics;
+using System.IO.Pipelines;
 using System.Net;
 using System.Net.Sockets;
 using System.Text;
@@ -680,6 +682,118 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(30));
         await RawHttp.ReadToEndAsync(stream, new MemoryStream(), timeout.Token);
         Assert.False(timeout.IsCancellationRequested, "the connection stayed open");
+    }
+
+    // The same with a pipelined request waiting behind the response: the writer hands each flush to its batching send
+    // then, and once the socket is full a flush waits behind that send, not on the socket itself; it must end with its
+    // token all the same. The app cancels only once a write is really waiting. Kestrel's own output is the control.
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task A_flush_waiting_behind_the_batching_send_ends_when_its_token_is_canceled(bool sendPath)
+    {
+        var outcome = new TaskCompletionSource<string>(TaskCreationOptions.RunContinuationsAsynchronously);
+        await using TestHost host = await TestHost.StartAsync(
+            app =>
+            {
+                app.MapGet("/endless", async context =>
+                {
+                    using var cts = new CancellationTokenSource();
+                    byte[] chunk = new byte[32 * 1024];
+                    try
+                    {
+                        while (true)
+                        {
+                            ValueTask<FlushResult> write = context.Response.BodyWriter.WriteAsync(chunk, cts.Token);
+                            if (!write.IsCompleted)
+                            {
+                                cts.Cancel();
+                            }
+
+                            await write;
+
+                            // The batching send takes each write before the next, so it is the one left waiting once the
+                            // socket is full.
+                            await Task.Delay(10);
+                        }
+                    }
+                    catch (Exception ex)
+                    {
+                        outcome.TrySetResult(cts.IsCancellationRequested ? "canceled" : ex.GetType().Name);
+                    }
+                });
+                app.MapGet("/next", () => "x");
+            },
+            configureKestrel: k => k.Limits.MinResponseDataRate = null);
+        Uri endpoint = sendPath ? host.Http : host.HttpCopy;
+        using Socket socket = await RawHttp.ConnectAsync(endpoint, receiveBufferSize: 16 * 1024);
+        string authority = endpoint.Authority;
+
+        // One write: the third request is in the buffer Kestrel parses the second from, so it is waiting, unexamined.
+        await socket.SendAsync(Encoding.ASCII.GetBytes(
+            $"GET /next HTTP/1.1\r\nHost: {authority}\r\n\r\nGET /endless HTTP/1.1\r\nHost: {authority}\r\n\r\nGET /next HTTP/1.1\r\nHost: {authority}\r\n\r\n"));
+
+        // The client reads nothing.
+        Assert.Equal("canceled", await outcome.Task.WaitAsync(TimeSpan.FromSeconds(60)));
+        using var stream = new NetworkStream(socket, ownsSocket: false);
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+        await RawHttp.ReadToEndAsync(stream, new MemoryStream(), timeout.Token);
+        Assert.False(timeout.IsCancellationRequested, "the connection stayed open");
+    }
+
+    // CancelPendingFlush gives up the wait, not the bytes: a Pipe commits them and its reader sends them, so the client
+    // has the headers and the first bytes while the app still holds the response.
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task A_canceled_flush_still_sends_its_bytes(bool sendPath)
+    {
+        var release = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        var flushed = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+        await using TestHost host = await TestHost.StartAsync(app => app.MapGet("/cancel", async context =>
+        {
+            context.Response.ContentLength = 10;
+            await context.Response.StartAsync();
+            context.Response.BodyWriter.Write("hello"u8);
+            context.Response.BodyWriter.CancelPendingFlush();
+            FlushResult result = await context.Response.BodyWriter.FlushAsync();
+            flushed.TrySetResult(result.IsCanceled);
+            await release.Task;
+            context.Response.BodyWriter.Write("world"u8);
+            await context.Response.BodyWriter.FlushAsync();
+        }));
+        Uri endpoint = sendPath ? host.Http : host.HttpCopy;
+        using Socket socket = await RawHttp.ConnectAsync(endpoint);
+        using var stream = new NetworkStream(socket, ownsSocket: false);
+        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /cancel HTTP/1.1\r\nHost: {endpoint.Authority}\r\n\r\n"));
+        Assert.True(await flushed.Task.WaitAsync(TimeSpan.FromSeconds(30)), "the flush was not reported canceled");
+
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+        (int status, Dictionary<string, string> headers, byte[] leftover) = await RawHttp.ReadHeadAsync(stream, timeout.Token);
+        var body = new MemoryStream();
+        body.Write(leftover);
+        byte[] chunk = new byte[64];
+        while (body.Length < 5)
+        {
+            int read = await stream.ReadAsync(chunk, timeout.Token);
+            Assert.True(read > 0, "the connection closed");
+            body.Write(chunk, 0, read);
+        }
+
+        Assert.Equal(200, status);
+        Assert.Equal("10", headers["Content-Length"]);
+        Assert.Equal("hello"u8.ToArray(), body.ToArray());
+
+        // The rest of the response on the same connection once the app goes on.
+        release.TrySetResult();
+        while (body.Length < 10)
+        {
+            int read = await stream.ReadAsync(chunk, timeout.Token);
+            Assert.True(read > 0, "the connection closed");
+            body.Write(chunk, 0, read);
+        }
+
+        Assert.Equal("helloworld"u8.ToArray(), body.ToArray());
     }
 
     /// <summary>A host with a minimum response data rate (after a 2 s grace period), serving one file.</summary>

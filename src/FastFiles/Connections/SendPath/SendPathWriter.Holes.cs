@@ -690,10 +690,10 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                 return;
             }
 
+            // Under the lock: a wait that ends now cannot disarm in between and leave the abort to a later response.
             _rateArmed = false;
+            RateTooLow();
         }
-
-        RateTooLow();
     }
 
     // -1 once the socket is closed (its descriptor number may belong to another connection by then).

@@ -180,7 +180,7 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
         if (_cancelRequested)
         {
             _cancelRequested = false;
-            return new ValueTask<FlushResult>(Canceled);
+            return new ValueTask<FlushResult>(FlushCanceled());
         }
 
         _unflushed = 0;
@@ -215,7 +215,8 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
                 if (_batchSending)
                 {
                     _waitingForBatch = true;
-                    return new ValueTask<FlushResult>(this, _batchDone.Version);
+                    var behind = new ValueTask<FlushResult>(this, _batchDone.Version);
+                    return cancellationToken.CanBeCanceled ? WaitForBatchAsync(behind, cancellationToken) : behind;
                 }
             }
             else if (_input is { UnexaminedInput: true } && _queuedBytes <= MaxBatchBytes)
@@ -267,6 +268,46 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
         }
 
         return _failed ? Closed : Done;
+    }
+
+    // A flush behind the batching send is bound by its token as one waiting on the socket itself: the abort fails the
+    // batch's send, which wakes this flush.
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    private async ValueTask<FlushResult> WaitForBatchAsync(ValueTask<FlushResult> behind, CancellationToken cancellationToken)
+    {
+        FlushResult result;
+        using (cancellationToken.UnsafeRegister(static s => ((SendPathWriter)s!).AbortByToken(), this))
+        {
+            result = await behind;
+        }
+
+        cancellationToken.ThrowIfCancellationRequested();
+        return result;
+    }
+
+    // A flush canceled by CancelPendingFlush: as a Pipe's, its bytes are still committed and go out (sent now as far as
+    // the socket takes them, the rest by the batching send), and only the wait for them is given up.
+    private FlushResult FlushCanceled()
+    {
+        _unflushed = 0;
+        lock (_sync)
+        {
+            QueueTail();
+            if (_failed || _released)
+            {
+                if (!_batchSending)
+                {
+                    DropQueued();
+                }
+            }
+            else if (!_holding && !_batchSending && !_batchQueued && !_ownerSending && _queued.Count > 0 && !SendQueuedInline(more: false))
+            {
+                _batchQueued = true;
+                ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
+            }
+        }
+
+        return Canceled;
     }
 
     /// <summary>The batching send: everything queued, from the thread pool, unless Kestrel's side is sending itself.</summary>
