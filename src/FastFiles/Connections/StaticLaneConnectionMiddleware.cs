@@ -29,9 +29,11 @@ namespace FastFiles.Connections;
 /// Kestrel's contracts while the lane holds a connection: an idle connection is closed after
 /// <see cref="KestrelServerLimits.KeepAliveTimeout"/>; a request that arrives in pieces is awaited within
 /// <see cref="KestrelServerLimits.RequestHeadersTimeout"/> from its first bytes and answered 408 when that passes, as
-/// Kestrel does (a large or slow one is handed to Kestrel, whose header limits then apply); a client that
-/// does not read its responses is aborted under <see cref="KestrelServerLimits.MinResponseDataRate"/>; on graceful
-/// shutdown the response in flight is finished and the connection closed. Kestrel's connection limit
+/// Kestrel does (a large one arriving quickly is handed to Kestrel, whose header limits then apply; a dribbled one stays
+/// until its header section is complete, so Kestrel's header timer never starts afresh); a client that does not read
+/// its responses is aborted under <see cref="KestrelServerLimits.MinResponseDataRate"/>; on graceful shutdown the
+/// response in flight is finished, a request already arriving is awaited and answered with Connection: close, and the
+/// connection closed. Kestrel's connection limit
 /// (<see cref="KestrelServerLimits.MaxConcurrentConnections"/>) is applied before any connection middleware runs.
 /// </remarks>
 internal sealed class StaticLaneConnectionMiddleware
@@ -113,7 +115,7 @@ internal sealed class StaticLaneConnectionMiddleware
             while (true)
             {
                 long deadline = partialReads > 0 ? headersDeadline : Environment.TickCount64 + _keepAliveTimeoutMs;
-                if (!connection.EnterWait(deadline))
+                if (!connection.EnterWait(deadline, partial: partialReads > 0))
                 {
                     await AnswerHeadersTimeoutAsync(output, connection, partialReads);
                     break;
@@ -207,13 +209,18 @@ internal sealed class StaticLaneConnectionMiddleware
                     }
                 }
 
-                if (unhandled && reason == HandOffReason.Partial && !result.IsCompleted && !connection.CloseRequested
-                    && (served > 0 || partialReads < MaxPartialReads || Environment.TickCount64 - (headersDeadline - _requestHeadersTimeoutMs) >= DribbleMs)
-                    && buffer.Slice(consumed).Length <= MaxPartialBytes)
+                // A request whose first bytes came in an earlier read, still arriving DribbleMs later: it stays in the lane
+                // until its header section is complete (or plainly one Kestrel rejects), under the deadline its first
+                // bytes started, since a hand-off would start Kestrel's header timer afresh.
+                bool dribbled = served == 0 && partialReads > 0 && Environment.TickCount64 - (headersDeadline - _requestHeadersTimeoutMs) >= DribbleMs;
+                if (unhandled && !result.IsCompleted && (reason == HandOffReason.Partial
+                    ? (served > 0 || partialReads < MaxPartialReads || dribbled) && (dribbled || buffer.Slice(consumed).Length <= MaxPartialBytes)
+                    : dribbled && !connection.CloseRequested && AwaitsRest(buffer.Slice(consumed))))
                 {
                     // The read ended inside a request (pipelined batches split anywhere): wait for the rest, within
-                    // Kestrel's RequestHeadersTimeout from its first bytes, for a few reads and a few KiB; a client
-                    // slower than that is Kestrel's to handle.
+                    // Kestrel's RequestHeadersTimeout from its first bytes, for a few reads and a few KiB unless it is
+                    // being dribbled; a larger one that arrives quickly is Kestrel's to handle. A request under way
+                    // when graceful shutdown begins is awaited too, and answered with Connection: close, as Kestrel does.
                     if (served > 0 || partialReads == 0)
                     {
                         partialReads = 0;
@@ -504,6 +511,27 @@ internal sealed class StaticLaneConnectionMiddleware
 
     // The rest of a request did not come within RequestHeadersTimeout from its first bytes: Kestrel's answer, a 408 that
     // closes the connection (RFC 9110 15.5.9), then the lane closes. Not on graceful shutdown, where Kestrel says nothing.
+    // StaticLaneParser.AwaitsRest over a request that may span pipe segments (a contiguous copy of what the limits allow).
+    private bool AwaitsRest(ReadOnlySequence<byte> rest)
+    {
+        if (rest.IsSingleSegment)
+        {
+            return StaticLaneParser.AwaitsRest(rest.FirstSpan, _limits);
+        }
+
+        int size = (int)Math.Min(rest.Length, (long)_limits.MaxRequestLineSize + _limits.MaxRequestHeadersTotalSize + 4);
+        byte[] copy = ArrayPool<byte>.Shared.Rent(size);
+        try
+        {
+            rest.Slice(0, size).CopyTo(copy);
+            return StaticLaneParser.AwaitsRest(copy.AsSpan(0, size), _limits);
+        }
+        finally
+        {
+            ArrayPool<byte>.Shared.Return(copy);
+        }
+    }
+
     private async ValueTask AnswerHeadersTimeoutAsync(PipeWriter output, LaneConnection connection, int partialReads)
     {
         if (partialReads == 0 || !connection.TimedOut || connection.CloseRequested)

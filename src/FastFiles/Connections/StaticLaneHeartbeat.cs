@@ -51,6 +51,7 @@ internal sealed class LaneConnection : IDisposable
     private bool _cancelPending;
     private bool _timedOut;
     private bool _handedOff;
+    private bool _partialWait;
     private volatile bool _closeRequested;
 
     public LaneConnection(StaticLaneHeartbeat heartbeat, ConnectionContext context, PipeReader input, IConnectionLifetimeNotificationFeature? lifetime)
@@ -83,16 +84,19 @@ internal sealed class LaneConnection : IDisposable
     /// Before waiting for bytes (the next request, or the rest of one) until <paramref name="deadline"/>
     /// (<see cref="Environment.TickCount64"/>); false when the connection should close instead.
     /// </summary>
-    public bool EnterWait(long deadline)
+    public bool EnterWait(long deadline, bool partial)
     {
         lock (_lock)
         {
-            if (_closeRequested || _timedOut)
+            // The rest of a request under way is awaited through graceful shutdown, as Kestrel finishes a request it
+            // has begun to read; only an idle wait ends there.
+            if ((_closeRequested && !partial) || _timedOut)
             {
                 return false;
             }
 
             _idleDeadline = deadline;
+            _partialWait = partial;
             return true;
         }
     }
@@ -108,7 +112,7 @@ internal sealed class LaneConnection : IDisposable
                 _cancelPending = false;
             }
 
-            return canceled && (_timedOut || _closeRequested);
+            return canceled && (_timedOut || (_closeRequested && !_partialWait));
         }
     }
 
@@ -149,7 +153,7 @@ internal sealed class LaneConnection : IDisposable
         lock (_lock)
         {
             _closeRequested = true;
-            if (!_handedOff && _idleDeadline != long.MaxValue)
+            if (!_handedOff && _idleDeadline != long.MaxValue && !_partialWait)
             {
                 WakeLocked();
             }

@@ -101,6 +101,119 @@ internal static class StaticLaneParser
         return false;
     }
 
+    /// <summary>
+    /// For a request the lane will not answer (<see cref="TryParse"/> gave a reason other than
+    /// <see cref="HandOffReason.Partial"/>): true when its header section has not ended and what has arrived is plainly
+    /// well formed and within the limits, so Kestrel given these bytes would only wait for more. A request dribbled in
+    /// past that point waits in the lane, under the header deadline its first bytes started, rather than going to Kestrel,
+    /// whose header timer would start afresh. False (hand off now) when the header section is complete, or anything in
+    /// it may be something Kestrel rejects at once (its 400, 414 or 431 must come from Kestrel, and without delay).
+    /// </summary>
+    public static bool AwaitsRest(ReadOnlySpan<byte> input, in LaneLimits limits)
+    {
+        // Kestrel reads a request line only once its LF is there.
+        int lineEnd = input.IndexOf(LF);
+        if (lineEnd < 0)
+        {
+            return input.Length < limits.MaxRequestLineSize;
+        }
+
+        if (lineEnd + 1 > limits.MaxRequestLineSize || !IsPlainRequestLine(input[..(lineEnd + 1)]))
+        {
+            return false;
+        }
+
+        int headersStart = lineEnd + 1;
+        int pos = headersStart;
+        int count = 0;
+        while (true)
+        {
+            ReadOnlySpan<byte> rest = input[pos..];
+            int next = rest.IndexOf(LF);
+            if (next < 0)
+            {
+                // An unfinished line: Kestrel waits for its LF, within the header section's limit.
+                return input.Length - headersStart < limits.MaxRequestHeadersTotalSize;
+            }
+
+            // The empty line (the header section is complete), or a line that is not plainly "name: value CRLF".
+            if (next == 0 || rest[0] == CR || ++count > limits.MaxRequestHeaderCount || !IsPlainFieldLine(rest[..(next + 1)]))
+            {
+                return false;
+            }
+
+            pos += next + 1;
+            if (pos - headersStart >= limits.MaxRequestHeadersTotalSize)
+            {
+                return false;
+            }
+        }
+    }
+
+    // method SP target SP HTTP/1.x CRLF, with a token method and a target of visible ASCII.
+    private static bool IsPlainRequestLine(ReadOnlySpan<byte> line)
+    {
+        int space = line.IndexOf((byte)' ');
+        if (space <= 0)
+        {
+            return false;
+        }
+
+        foreach (byte b in line[..space])
+        {
+            if (!IsTokenByte(b))
+            {
+                return false;
+            }
+        }
+
+        ReadOnlySpan<byte> rest = line[(space + 1)..];
+        int second = rest.IndexOf((byte)' ');
+        if (second <= 0)
+        {
+            return false;
+        }
+
+        foreach (byte b in rest[..second])
+        {
+            if (b is <= 0x20 or >= 0x7F)
+            {
+                return false;
+            }
+        }
+
+        ReadOnlySpan<byte> version = rest[(second + 1)..];
+        return version.SequenceEqual("HTTP/1.1\r\n"u8) || version.SequenceEqual("HTTP/1.0\r\n"u8);
+    }
+
+    // token ":" field bytes CRLF.
+    private static bool IsPlainFieldLine(ReadOnlySpan<byte> line)
+    {
+        int colon = line.IndexOf((byte)':');
+        if (colon <= 0 || line.Length < colon + 3 || line[^2] != CR)
+        {
+            return false;
+        }
+
+        foreach (byte b in line[..colon])
+        {
+            if (!IsTokenByte(b))
+            {
+                return false;
+            }
+        }
+
+        foreach (byte b in line[(colon + 1)..^2])
+        {
+            if (!IsFieldByte(b))
+            {
+                return false;
+            }
+        }
+
+        return true;
+    }
+
     private static bool TryParseCore(
         ReadOnlySpan<byte> input, in LaneLimits limits, out LaneRequest request, out int length, out HandOffReason reason, out int headersStart)
     {

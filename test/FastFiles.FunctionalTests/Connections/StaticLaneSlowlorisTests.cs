@@ -1,5 +1,8 @@
+using System.Diagnostics.Metrics;
+using System.Net.Sockets;
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
+using Microsoft.Extensions.DependencyInjection;
 
 namespace FastFiles.FunctionalTests.Connections;
 
@@ -24,6 +27,156 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
         Assert.StartsWith("HTTP/1.1 408 Request Timeout\r\n", expected, StringComparison.Ordinal);
         Assert.Equal(LaneHost.WithoutDates(Encoding.Latin1.GetBytes(expected)), LaneHost.WithoutDates(Encoding.Latin1.GetBytes(await lane)));
 
+    }
+
+    public static TheoryData<string, string> DribbledTurns => new()
+    {
+        // A header the lane leaves to the app, then more lines: Kestrel would still be waiting for the header section.
+        { "unhandled header", "Authorization: Basic eDp5\r\n" },
+        { "framing header", "Content-Length: 0\r\n" },
+        // More than the lane's few KiB for a quick request, still within Kestrel's header limit.
+        { "long line", "X-Long: " + new string('a', 9000) },
+    };
+
+    // A request dribbled past a second that then turns into one the lane does not answer, its header section unfinished:
+    // it stays in the lane under the deadline its first bytes started and gets Kestrel's 408 from there. Handed to Kestrel
+    // at the turn, it would get a header timer of its own, twice the time in all.
+    [Theory]
+    [MemberData(nameof(DribbledTurns))]
+    public async Task A_dribbled_request_that_turns_unhandled_stays_under_its_first_deadline(string name, string turn)
+    {
+        _ = name;
+        _files.Create("one.txt", 100);
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, k => k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(3));
+        using var handOffs = new InstrumentRecorder(host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.lane.handoffs");
+        string[] steps = ["X-A: 1\r\n", "X-B: 2\r\n", turn];
+        Task<string> kestrel = ScriptAsync(host.Plain, steps, "X-C: 3\r\n");
+        Task<string> lane = ScriptAsync(host.Lane, steps, "X-C: 3\r\n");
+        string expected = await kestrel;
+        Assert.StartsWith("HTTP/1.1 408 Request Timeout\r\n", expected, StringComparison.Ordinal);
+        Assert.Equal(LaneHost.WithoutDates(Encoding.Latin1.GetBytes(expected)), LaneHost.WithoutDates(Encoding.Latin1.GetBytes(await lane)));
+        Assert.Equal(0, handOffs.Total);
+    }
+
+    // Once such a request is complete it goes to Kestrel at once, which answers it; a line Kestrel rejects goes to
+    // Kestrel as soon as it arrives, for Kestrel's own 400.
+    [Theory]
+    [InlineData("Authorization: Basic eDp5\r\n\r\n", "HTTP/1.1 200 OK\r\n")]
+    [InlineData("Authorization: Basic eDp5\r\nBad Header\r\n", "HTTP/1.1 400 Bad Request\r\n")]
+    [InlineData("X-Obs: a\r\n folded\r\n", "HTTP/1.1 400 Bad Request\r\n")]
+    public async Task A_dribbled_request_goes_to_Kestrel_once_complete_or_rejected(string turn, string status)
+    {
+        _files.Create("one.txt", 100);
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, k => k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(3));
+        using var handOffs = new InstrumentRecorder(host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.lane.handoffs");
+        string[] steps = ["X-A: 1\r\n", "X-B: 2\r\n", turn];
+        string expected = await ScriptAsync(host.Plain, steps, filler: null);
+        string actual = await ScriptAsync(host.Lane, steps, filler: null);
+        Assert.StartsWith(status, expected, StringComparison.Ordinal);
+        Assert.Equal(LaneHost.WithoutDates(Encoding.Latin1.GetBytes(expected)), LaneHost.WithoutDates(Encoding.Latin1.GetBytes(actual)));
+        Assert.Equal(1, handOffs.Total);
+    }
+
+    // Graceful shutdown while a request is arriving: Kestrel finishes a request it has begun to read and closes; so
+    // does the lane, with Connection: close.
+    [Fact]
+    public async Task A_request_under_way_at_graceful_shutdown_is_answered_and_closed()
+    {
+        byte[] file = _files.Create("one.txt", 100);
+        LaneHost host = await LaneHost.StartAsync(_files.Root);
+        await using (host)
+        {
+            var responses = new List<byte[]>();
+            var connections = new List<(Socket Socket, Stream Stream)> { await LaneHost.ConnectAsync(host.Plain), await LaneHost.ConnectAsync(host.Lane) };
+            foreach ((Socket _, Stream stream) in connections)
+            {
+                await stream.WriteAsync(Encoding.ASCII.GetBytes("GET /one.txt HTTP/1.1\r\nHost: localhost\r\n"));
+            }
+
+            // Let both servers read the first part, then begin the shutdown, then send the rest.
+            await Task.Delay(300);
+            Task stopping = host.StopAsync();
+            await Task.Delay(300);
+            foreach ((Socket socket, Stream stream) in connections)
+            {
+                using (socket)
+                await using (stream)
+                {
+                    await stream.WriteAsync("\r\n"u8.ToArray());
+                    var received = new MemoryStream();
+                    using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+                    await RawHttp.ReadToEndAsync(stream, received, bound.Token);
+                    responses.Add(received.ToArray());
+                }
+            }
+
+            await stopping;
+            string kestrel = LaneHost.WithoutDates(responses[0]);
+            Assert.StartsWith("HTTP/1.1 200 OK\r\n", kestrel, StringComparison.Ordinal);
+            Assert.Contains("\r\nConnection: close\r\n", kestrel, StringComparison.Ordinal);
+            Assert.EndsWith(Encoding.Latin1.GetString(file), kestrel, StringComparison.Ordinal);
+            Assert.Equal(kestrel, LaneHost.WithoutDates(responses[1]));
+        }
+    }
+
+    // The request line and Host, then one step every 700 ms, then the filler every 700 ms (none: wait), until the server
+    // closes (bounded); returns everything the server sent.
+    private static async Task<string> ScriptAsync(Uri endpoint, string[] steps, string? filler)
+    {
+        (Socket socket, Stream stream) = await LaneHost.ConnectAsync(endpoint);
+        using (socket)
+        await using (stream)
+        {
+            await stream.WriteAsync(Encoding.ASCII.GetBytes("GET /one.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"));
+            var received = new MemoryStream();
+            var buffer = new byte[16 * 1024];
+            using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+            Task<int> read = stream.ReadAsync(buffer, bound.Token).AsTask();
+            int step = 0;
+            while (!bound.IsCancellationRequested)
+            {
+                await Task.WhenAny(read, Task.Delay(700, bound.Token));
+                if (read.IsCompleted)
+                {
+                    int n;
+                    try
+                    {
+                        n = await read;
+                    }
+                    catch (IOException)
+                    {
+                        n = 0;
+                    }
+
+                    if (n == 0)
+                    {
+                        break;
+                    }
+
+                    received.Write(buffer, 0, n);
+                    read = stream.ReadAsync(buffer, bound.Token).AsTask();
+                    continue;
+                }
+
+                string? next = step < steps.Length ? steps[step++] : filler;
+                if (next is null)
+                {
+                    continue;
+                }
+
+                try
+                {
+                    await stream.WriteAsync(Encoding.ASCII.GetBytes(next), bound.Token);
+                }
+                catch (IOException)
+                {
+                    // The server closed its side; the read loop collects what it sent.
+                }
+            }
+
+            Assert.False(bound.IsCancellationRequested, "the server did not close the connection");
+            return Encoding.Latin1.GetString(received.ToArray());
+        }
     }
 
     // One header byte every 700 ms (a request still arriving a second after its first bytes), until the server closes

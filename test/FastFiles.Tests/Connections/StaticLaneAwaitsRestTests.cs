@@ -1,0 +1,52 @@
+using System.Text;
+using FastFiles.Connections;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+
+namespace FastFiles.Tests.Connections;
+
+/// <summary>
+/// Whether a request the lane will not answer is one Kestrel would still be waiting for (the lane then keeps it under
+/// its first deadline) or one to hand over now (complete, or possibly rejected by Kestrel at once).
+/// </summary>
+public sealed class StaticLaneAwaitsRestTests
+{
+    private static readonly LaneLimits Limits = LaneLimits.From(new KestrelServerLimits
+    {
+        MaxRequestLineSize = 100,
+        MaxRequestHeadersTotalSize = 200,
+        MaxRequestHeaderCount = 4,
+    });
+
+    [Theory]
+    [InlineData("GET /a%20b")]
+    [InlineData("GET /a HTTP/1.1\r")]
+    [InlineData("POST /upload HTTP/1.1\r\nHost: x\r\n")]
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\nAuthorization: y\r\nX-Part")]
+    [InlineData("GET /a HTTP/1.0\r\nHost: x\r\nContent-Length: 5\r\n")]
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\nX: \tv w \r\n")]
+    public void Kestrel_would_wait_for_an_unfinished_plain_request(string request)
+        => Assert.True(StaticLaneParser.AwaitsRest(Encoding.Latin1.GetBytes(request), Limits));
+
+    [Theory]
+    // Complete: Kestrel takes it from here.
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\nAuthorization: y\r\n\r\n")]
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\n\n")]
+    // Anything Kestrel may reject as soon as it has the line.
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\nBad Header\r\n")]
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\nX : y\r\n")]
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\n folded\r\n")]
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\nX: y")]
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\nX: caf\u00e9\r\n")]
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\nX: a\0b\r\n")]
+    [InlineData("GET /a HTTP/2.0\r\nHost: x\r\n")]
+    [InlineData("GET /a\u00e9 HTTP/1.1\r\nHost: x\r\n")]
+    [InlineData("GET  /a HTTP/1.1\r\nHost: x\r\n")]
+    [InlineData("G(T /a HTTP/1.1\r\nHost: x\r\n")]
+    [InlineData("GET /a HTTP/1.1\n")]
+    // Over the limits: Kestrel's 414 or 431, at once.
+    [InlineData("GET /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")]
+    [InlineData("GET /a HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n")]
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\nX-Long: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")]
+    public void Complete_or_possibly_rejected_requests_go_to_Kestrel_now(string request)
+        => Assert.False(StaticLaneParser.AwaitsRest(Encoding.Latin1.GetBytes(request), Limits));
+}
