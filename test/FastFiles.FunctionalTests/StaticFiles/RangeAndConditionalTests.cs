@@ -153,37 +153,27 @@ public sealed class RangeAndConditionalTests(RangeAndConditionalTests.Fixture fi
         Assert.Empty(await response.Content.ReadAsByteArrayAsync());
     }
 
-    // RFC 9110 14.1.2: a suffix of an empty representation is its one satisfiable range, which no Content-Range can
-    // express; the Range is ignored.
+    // Malformed sets, and (RFC 9110 14.1.2) a suffix of an empty representation: its one satisfiable range, which no
+    // Content-Range can express. The Range is ignored.
     [Theory]
-    [InlineData(Transport.Http11, "bytes=-1")]
-    [InlineData(Transport.Http11, "bytes=-1,0-5")]
-    [InlineData(Transport.H2c, "bytes=-100")]
-    public async Task A_suffix_range_of_an_empty_file_is_an_empty_200(Transport transport, string range)
+    [InlineData(Transport.Http11, "/data.bin", "bytes=5-1")]
+    [InlineData(Transport.Http11, "/data.bin", "bytes=0-1,5-1")]
+    [InlineData(Transport.Http11, "/data.bin", "bytes=abc")]
+    [InlineData(Transport.Http11, "/data.bin", "bytes=")]
+    [InlineData(Transport.Http11, "/data.bin", "bytes=--5")]
+    [InlineData(Transport.Http11, "/data.bin", "pages=0-1")]
+    [InlineData(Transport.Http11, "/data.bin", "bytes 0-1")]
+    [InlineData(Transport.H2c, "/data.bin", "bytes=0-1,5-x")]
+    [InlineData(Transport.H2c, "/data.bin", "bytes=x-y")]
+    [InlineData(Transport.Http11, "/empty.bin", "bytes=-1")]
+    [InlineData(Transport.Http11, "/empty.bin", "bytes=-1,0-5")]
+    [InlineData(Transport.H2c, "/empty.bin", "bytes=-100")]
+    public async Task Ignored_ranges_are_a_plain_200(Transport transport, string path, string range)
     {
-        using HttpResponseMessage response = await _host.SendAsync(transport, "/empty.bin", r => r.Headers.TryAddWithoutValidation("Range", range));
+        using HttpResponseMessage response = await _host.SendAsync(transport, path, r => r.Headers.TryAddWithoutValidation("Range", range));
         Assert.Equal(HttpStatusCode.OK, response.StatusCode);
         Assert.Null(response.Header("Content-Range"));
-        Assert.Equal(0, response.Content.Headers.ContentLength);
-        Assert.Empty(await response.Content.ReadAsByteArrayAsync());
-    }
-
-    [Theory]
-    [InlineData(Transport.Http11, "bytes=5-1")]
-    [InlineData(Transport.Http11, "bytes=0-1,5-1")]
-    [InlineData(Transport.Http11, "bytes=abc")]
-    [InlineData(Transport.Http11, "bytes=")]
-    [InlineData(Transport.Http11, "bytes=--5")]
-    [InlineData(Transport.Http11, "pages=0-1")]
-    [InlineData(Transport.Http11, "bytes 0-1")]
-    [InlineData(Transport.H2c, "bytes=0-1,5-x")]
-    [InlineData(Transport.H2c, "bytes=x-y")]
-    public async Task Malformed_ranges_are_a_plain_200(Transport transport, string range)
-    {
-        using HttpResponseMessage response = await _host.SendAsync(transport, "/data.bin", r => r.Headers.TryAddWithoutValidation("Range", range));
-        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
-        Assert.Null(response.Header("Content-Range"));
-        Assert.Equal(_content, await response.Content.ReadAsByteArrayAsync());
+        Assert.Equal(path == "/empty.bin" ? [] : _content, await response.Content.ReadAsByteArrayAsync());
     }
 
     [Fact]

@@ -172,6 +172,26 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
         _tailLength = 0;
     }
 
+    /// <summary>
+    /// Queues the written tail for a flush; false when nothing more goes out (the queue is then dropped, unless the
+    /// batching send still holds it). The caller holds <c>_sync</c>.
+    /// </summary>
+    private bool CommitForSend()
+    {
+        QueueTail();
+        if (!_failed && !_released)
+        {
+            return true;
+        }
+
+        if (!_batchSending)
+        {
+            DropQueued();
+        }
+
+        return false;
+    }
+
     /// <summary>Gives the writer the connection's input, so a flush can see a pipelined request already waiting.</summary>
     public void AttachInput(SendPathInput input) => _input = input;
 
@@ -186,14 +206,8 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
         _unflushed = 0;
         lock (_sync)
         {
-            QueueTail();
-            if (_failed || _released)
+            if (!CommitForSend())
             {
-                if (!_batchSending)
-                {
-                    DropQueued();
-                }
-
                 return new ValueTask<FlushResult>(Closed);
             }
 
@@ -292,15 +306,7 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
         _unflushed = 0;
         lock (_sync)
         {
-            QueueTail();
-            if (_failed || _released)
-            {
-                if (!_batchSending)
-                {
-                    DropQueued();
-                }
-            }
-            else if (!_holding && !_batchSending && !_batchQueued && !_ownerSending && _queued.Count > 0 && !SendQueuedInline(more: false))
+            if (CommitForSend() && !_holding && !_batchSending && !_batchQueued && !_ownerSending && _queued.Count > 0 && !SendQueuedInline(more: false))
             {
                 _batchQueued = true;
                 ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
