@@ -132,8 +132,9 @@ internal static class StaticLaneParser
             int next = rest.IndexOf(LF);
             if (next < 0)
             {
-                // An unfinished line: Kestrel waits for its LF, within the header section's limit.
-                return input.Length - headersStart < limits.MaxRequestHeadersTotalSize;
+                // An unfinished line: Kestrel waits for its LF, within the header section's limit, unless it starts with a
+                // CR that is not the empty line's.
+                return input.Length - headersStart < limits.MaxRequestHeadersTotalSize && !(rest.Length > 1 && rest[0] == CR);
             }
 
             // The empty line (the header section is complete), or a line that is not plainly "name: value CRLF".
@@ -150,47 +151,36 @@ internal static class StaticLaneParser
         }
     }
 
-    // method SP target SP HTTP/1.x CRLF, with a token method and a target of visible ASCII.
+    // GET or HEAD (the lane hands any other method over at its first bytes), an origin-form target of the bytes the lane
+    // maps plus a query of the same bytes and '?' (no '%': Kestrel decodes the path and rejects bad escapes at once; no
+    // other form: Kestrel answers those by method at once), HTTP/1.1 or HTTP/1.0, CRLF.
     private static bool IsPlainRequestLine(ReadOnlySpan<byte> line)
     {
-        int space = line.IndexOf((byte)' ');
+        ReadOnlySpan<byte> rest = line.StartsWith("GET /"u8) ? line[4..] : line.StartsWith("HEAD /"u8) ? line[5..] : default;
+        int space = rest.IndexOf((byte)' ');
         if (space <= 0)
         {
             return false;
         }
 
-        foreach (byte b in line[..space])
+        foreach (byte b in rest[..space])
         {
-            if (!IsTokenByte(b))
+            if (b >= 128 || !(PathByte[b] || b == (byte)'?'))
             {
                 return false;
             }
         }
 
-        ReadOnlySpan<byte> rest = line[(space + 1)..];
-        int second = rest.IndexOf((byte)' ');
-        if (second <= 0)
-        {
-            return false;
-        }
-
-        foreach (byte b in rest[..second])
-        {
-            if (b is <= 0x20 or >= 0x7F)
-            {
-                return false;
-            }
-        }
-
-        ReadOnlySpan<byte> version = rest[(second + 1)..];
+        ReadOnlySpan<byte> version = rest[(space + 1)..];
         return version.SequenceEqual("HTTP/1.1\r\n"u8) || version.SequenceEqual("HTTP/1.0\r\n"u8);
     }
 
-    // token ":" field bytes CRLF.
+    // token ":" field bytes CRLF, and not Content-Length (Kestrel parses that one as its line arrives, and rejects a bad
+    // or repeated value at once).
     private static bool IsPlainFieldLine(ReadOnlySpan<byte> line)
     {
         int colon = line.IndexOf((byte)':');
-        if (colon <= 0 || line.Length < colon + 3 || line[^2] != CR)
+        if (colon <= 0 || line.Length < colon + 3 || line[^2] != CR || Is(line[..colon], "content-length"u8))
         {
             return false;
         }

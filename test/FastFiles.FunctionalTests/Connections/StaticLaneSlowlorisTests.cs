@@ -33,7 +33,7 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
     {
         // A header the lane leaves to the app, then more lines: Kestrel would still be waiting for the header section.
         { "unhandled header", "Authorization: Basic eDp5\r\n" },
-        { "framing header", "Content-Length: 0\r\n" },
+        { "framing header", "Transfer-Encoding: chunked\r\n" },
         // More than the lane's few KiB for a quick request, still within Kestrel's header limit.
         { "long line", "X-Long: " + new string('a', 9000) },
     };
@@ -64,6 +64,9 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
     [InlineData("Authorization: Basic eDp5\r\n\r\n", "HTTP/1.1 200 OK\r\n")]
     [InlineData("Authorization: Basic eDp5\r\nBad Header\r\n", "HTTP/1.1 400 Bad Request\r\n")]
     [InlineData("X-Obs: a\r\n folded\r\n", "HTTP/1.1 400 Bad Request\r\n")]
+    [InlineData("Authorization: Basic eDp5\r\nContent-Length: abc\r\n", "HTTP/1.1 400 Bad Request\r\n")]
+    [InlineData("Content-Length: 1\r\nContent-Length: 2\r\n", "HTTP/1.1 400 Bad Request\r\n")]
+    [InlineData("Authorization: Basic eDp5\r\n\rX", "HTTP/1.1 400 Bad Request\r\n")]
     public async Task A_dribbled_request_goes_to_Kestrel_once_complete_or_rejected(string turn, string status)
     {
         _files.Create("one.txt", 100);
