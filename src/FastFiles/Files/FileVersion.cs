@@ -94,8 +94,21 @@ internal sealed class FileVersion : IDisposable
         }
     }
 
+    /// <summary>
+    /// Opens <paramref name="path"/> for reading when it is a regular file (or a directory, which the open then refuses as
+    /// .NET does). Anything else is not found and never opened: open(2) of a FIFO for reading blocks until a writer comes,
+    /// which would hold a thread for as long as a client likes, and a device or socket is no file to serve.
+    /// </summary>
+    /// <exception cref="FileNotFoundException">Nothing there, or not a regular file.</exception>
     public static SafeFileHandle OpenHandle(string path)
-        => File.OpenHandle(path, FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete);
+    {
+        if (!FileStamp.TryGet(path, out _))
+        {
+            throw new FileNotFoundException("Not a regular file.", path);
+        }
+
+        return File.OpenHandle(path, FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete);
+    }
 
     public static FileVersion FromProvider(IFileInfo fileInfo, string? contentEncoding)
     {

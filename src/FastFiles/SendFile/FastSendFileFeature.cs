@@ -49,7 +49,7 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardin
         ArgumentException.ThrowIfNullOrEmpty(path);
 
         // FileNotFoundException propagates as it does from the stock fallback: UseStaticFiles turns it into a 404.
-        using SafeFileHandle file = File.OpenHandle(path, FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete);
+        using SafeFileHandle file = FileVersion.OpenHandle(path);
         // The version this body is sent from. The caller built its headers from an earlier look at the path; from here
         // on, a write into the file is caught before the body's last bytes leave.
         FileStamp stamp = FileStamp.FromHandle(file);

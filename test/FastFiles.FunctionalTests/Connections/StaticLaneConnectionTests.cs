@@ -69,6 +69,30 @@ public sealed class StaticLaneConnectionTests : IDisposable
         }
     }
 
+    // A named pipe or a device under a root is not a file to serve: opening a FIFO for reading blocks until a writer
+    // comes, so an attempt would hold a thread (and the connection) for as long as the client likes. 404, at once.
+    [Fact]
+    public async Task SpecialFiles_AreNotFound_AndNeverOpened()
+    {
+        using (var mkfifo = System.Diagnostics.Process.Start("mkfifo", _files.PathOf("pipe.txt")))
+        {
+            await mkfifo.WaitForExitAsync();
+            Assert.Equal(0, mkfifo.ExitCode);
+        }
+
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root);
+        foreach (Uri endpoint in new[] { host.Plain, host.Lane, host.Tls, host.LaneTls })
+        {
+            foreach (string request in new[] { Get("/pipe.txt"), Get("/pipe.txt", "Range: bytes=0-0\r\n"), Get("/pipe.txt", "Accept-Encoding: gzip\r\n") })
+            {
+                byte[] response = await LaneHost.ExchangeAsync(endpoint, [Encoding.ASCII.GetBytes(request + Get("/one.txt", "Connection: close\r\n"))], TimeSpan.FromSeconds(10));
+                string text = LaneHost.WithoutDates(response);
+                Assert.StartsWith("HTTP/1.1 404 Not Found\r\n", text, StringComparison.Ordinal);
+                Assert.Contains("HTTP/1.1 200 OK\r\n", text, StringComparison.Ordinal);
+            }
+        }
+    }
+
     [Fact]
     public async Task IdleConnection_ClosedAfterKeepAliveTimeout()
     {

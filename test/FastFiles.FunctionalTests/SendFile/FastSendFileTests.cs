@@ -243,6 +243,22 @@ public sealed class FastSendFileTests(FastSendFileTests.Fixture fixture) : IClas
         Assert.Equal(HttpStatusCode.NotFound, response.StatusCode);
     }
 
+    // UseStaticFiles takes a FIFO for a file (it exists and is no directory); FastFiles' SendFileAsync refuses to open
+    // it (an open for reading would block until a writer comes), so the stock middleware answers 404 at once.
+    [Fact]
+    public async Task A_named_pipe_is_never_opened_and_static_files_gives_404()
+    {
+        using (var mkfifo = System.Diagnostics.Process.Start("mkfifo", _files.PathOf("pipe.bin")))
+        {
+            await mkfifo.WaitForExitAsync();
+            Assert.Equal(0, mkfifo.ExitCode);
+        }
+
+        using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+        using HttpResponseMessage response = await _host.SendAsync(Transport.Http11, "/static/pipe.bin").WaitAsync(bound.Token);
+        Assert.Equal(HttpStatusCode.NotFound, response.StatusCode);
+    }
+
     [Fact]
     public async Task File_deleted_between_lookup_and_open_is_404_not_500()
     {
