@@ -70,10 +70,13 @@ internal sealed class StaticLaneConnectionMiddleware
     private readonly bool _serverHeader;
     private readonly FastFilesMetrics _metrics;
     private readonly ILogger _logger;
+    private readonly StaticLaneHostFilter? _hosts;
 
     public StaticLaneConnectionMiddleware(
-        ConnectionDelegate next, StaticLaneRoot[] roots, StaticLaneHeartbeat heartbeat, KestrelServerLimits limits, bool serverHeader, FastFilesMetrics metrics, ILogger logger)
+        ConnectionDelegate next, StaticLaneRoot[] roots, StaticLaneHeartbeat heartbeat, KestrelServerLimits limits, bool serverHeader, FastFilesMetrics metrics, ILogger logger,
+        StaticLaneHostFilter? hosts = null)
     {
+        _hosts = hosts;
         _serverHeader = serverHeader;
         _next = next;
         _roots = roots;
@@ -326,6 +329,13 @@ internal sealed class StaticLaneConnectionMiddleware
         written = 0;
         file = default;
         close = request.Close || closing;
+        if (_hosts is not null && !_hosts.Allows(request.Host))
+        {
+            // Not among the app's AllowedHosts: its host filtering answers.
+            reason = HandOffReason.Host;
+            return false;
+        }
+
         StaticLaneRoot? root = null;
         CachedFile? entry = null;
         StaticLaneResponse[]? responses = null;

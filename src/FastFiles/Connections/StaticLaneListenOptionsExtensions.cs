@@ -12,7 +12,8 @@ public static class StaticLaneListenOptionsExtensions
     /// from prebuilt response bytes before Kestrel parses them; the first request the lane does not fully handle, and
     /// everything after it on that connection, goes to Kestrel untouched. Call it after <c>UseHttps</c> on TLS endpoints.
     /// HTTP/2 connections pass through. Requests the lane answers never reach the application's middleware (no
-    /// authentication, authorization, rewrites, host filtering or endpoint routing): hand it only public roots.
+    /// authentication, authorization, rewrites or endpoint routing; a host outside the app's <c>AllowedHosts</c> goes to
+    /// the app): hand it only public roots.
     /// </summary>
     /// <param name="listenOptions">The endpoint.</param>
     /// <param name="configure">

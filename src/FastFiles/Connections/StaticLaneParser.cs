@@ -49,6 +49,7 @@ internal ref struct LaneRequest
     public bool IsHead;
     public bool Close;
     public ReadOnlySpan<byte> Path;
+    public ReadOnlySpan<byte> Host;
     public ReadOnlySpan<byte> AcceptEncoding;
     public ReadOnlySpan<byte> IfNoneMatch;
     public ReadOnlySpan<byte> IfModifiedSince;
@@ -413,6 +414,7 @@ internal static class StaticLaneParser
                 }
 
                 sawHost = true;
+                request.Host = value;
                 return true;
             case 10 when Is(name, "connection"u8):
                 reason = HandOffReason.Framing;

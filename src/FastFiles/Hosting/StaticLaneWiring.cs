@@ -40,7 +40,8 @@ internal static class StaticLaneWiring
         var heartbeat = new StaticLaneHeartbeat();
         services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(heartbeat.Dispose);
         bool serverHeader = listenOptions.KestrelServerOptions?.AddServerHeader ?? true;
-        return new StaticLaneConnectionMiddleware(next, roots, heartbeat, limits, serverHeader, FastFilesMetrics.For(services), logger).OnConnectionAsync;
+        return new StaticLaneConnectionMiddleware(
+            next, roots, heartbeat, limits, serverHeader, FastFilesMetrics.For(services), logger, StaticLaneHostFilter.For(services)).OnConnectionAsync;
     }
 
     private static StaticLaneRoot[] BuildRoots(StaticLaneOptions lane, ListenOptions listenOptions)

@@ -10,6 +10,7 @@ using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.FileProviders;
 using Microsoft.Extensions.Logging;
@@ -58,11 +59,18 @@ public sealed partial class LaneHost : IAsyncDisposable
     /// <param name="kestrel">Server options (limits).</param>
     /// <param name="files">The root's options, for the app and the lane alike.</param>
     /// <param name="plainLane">Connection middlewares put outside the lane on the plaintext lane endpoint (the send path).</param>
+    /// <param name="settings">Configuration for the app (for example <c>AllowedHosts</c>).</param>
     public static async Task<LaneHost> StartAsync(
-        string root, Action<KestrelServerOptions>? kestrel = null, Func<string, FastStaticFileOptions>? files = null, Action<ListenOptions>? plainLane = null)
+        string root, Action<KestrelServerOptions>? kestrel = null, Func<string, FastStaticFileOptions>? files = null, Action<ListenOptions>? plainLane = null,
+        IEnumerable<KeyValuePair<string, string?>>? settings = null)
     {
         files ??= FilesFor;
         WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
+        if (settings is not null)
+        {
+            builder.Configuration.AddInMemoryCollection(settings);
+        }
+
         builder.Logging.SetMinimumLevel(LogLevel.Warning);
         builder.Services.AddFastFiles();
         builder.WebHost.ConfigureKestrel(k =>

@@ -69,6 +69,33 @@ public sealed class StaticLaneConnectionTests : IDisposable
         }
     }
 
+    // The app's AllowedHosts hold on the lane too: a Host outside them goes to Kestrel, where host filtering answers
+    // exactly as without the lane; allowed hosts (exact, any case, any port; "*.name" for subdomains) stay in the lane.
+    [Fact]
+    public async Task AllowedHosts_AreHonoured_HostsOutsideThemGetTheAppsHostFiltering()
+    {
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, settings: [new("AllowedHosts", "localhost;*.example.com")]);
+        var factory = host.Services.GetRequiredService<IMeterFactory>();
+        using var refused = new InstrumentRecorder(factory, "fastfiles.lane.handoffs", new("fastfiles.lane.reason", "host"));
+        foreach (string name in new[] { "LOCALHOST:8080", "a.example.com", "b.a.Example.COM" })
+        {
+            long before = host.AppRequests;
+            string served = LaneHost.WithoutDates(await LaneHost.ExchangeAsync(host.Lane, [Encoding.ASCII.GetBytes($"GET /one.txt HTTP/1.1\r\nHost: {name}\r\nConnection: close\r\n\r\n")]));
+            Assert.StartsWith("HTTP/1.1 200 OK\r\n", served, StringComparison.Ordinal);
+            Assert.Equal(before, host.AppRequests);
+        }
+
+        foreach (string name in new[] { "evil.test", "example.com", "localhost.evil.test", "xexample.com" })
+        {
+            byte[] request = Encoding.ASCII.GetBytes($"GET /one.txt HTTP/1.1\r\nHost: {name}\r\nConnection: close\r\n\r\n");
+            string expected = LaneHost.WithoutDates(await LaneHost.ExchangeAsync(host.Plain, [request]));
+            Assert.StartsWith("HTTP/1.1 400 Bad Request\r\n", expected, StringComparison.Ordinal);
+            Assert.Equal(expected, LaneHost.WithoutDates(await LaneHost.ExchangeAsync(host.Lane, [request])));
+        }
+
+        Assert.Equal(4, refused.Total);
+    }
+
     // A named pipe or a device under a root is not a file to serve: opening a FIFO for reading blocks until a writer
     // comes, so an attempt would hold a thread (and the connection) for as long as the client likes. 404, at once.
     [Fact]
