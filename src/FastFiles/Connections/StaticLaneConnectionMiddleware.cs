@@ -74,7 +74,7 @@ internal sealed class StaticLaneConnectionMiddleware
 
     public StaticLaneConnectionMiddleware(
         ConnectionDelegate next, StaticLaneRoot[] roots, StaticLaneHeartbeat heartbeat, KestrelServerLimits limits, bool serverHeader, FastFilesMetrics metrics, ILogger logger,
-        StaticLaneHostFilter? hosts = null)
+        StaticLaneHostFilter? hosts)
     {
         _hosts = hosts;
         _serverHeader = serverHeader;
@@ -305,13 +305,11 @@ internal sealed class StaticLaneConnectionMiddleware
             return false;
         }
 
-        // The request spans pipe segments: parse a contiguous copy of (at most) what the limits allow; one unfinished
-        // within that is over a limit, which the parser reports.
-        int size = (int)Math.Min(rest.Length, (long)_limits.MaxRequestLineSize + _limits.MaxRequestHeadersTotalSize + 4);
-        byte[] copy = ArrayPool<byte>.Shared.Rent(size);
+        // The request spans pipe segments: parse a contiguous copy; one unfinished within it is over a limit, which the
+        // parser reports.
+        byte[] copy = RentContiguous(rest, out int size);
         try
         {
-            rest.Slice(0, size).CopyTo(copy);
             return StaticLaneParser.TryParse(copy.AsSpan(0, size), _limits, out request, out length, out reason)
                 && Respond(request, output, sendPath, closing, out written, out close, ref reason, out file);
         }
@@ -519,9 +517,7 @@ internal sealed class StaticLaneConnectionMiddleware
         public void Release() => descriptor.Dispose();
     }
 
-    // The rest of a request did not come within RequestHeadersTimeout from its first bytes: Kestrel's answer, a 408 that
-    // closes the connection (RFC 9110 15.5.9), then the lane closes. Not on graceful shutdown, where Kestrel says nothing.
-    // StaticLaneParser.AwaitsRest over a request that may span pipe segments (a contiguous copy of what the limits allow).
+    // StaticLaneParser.AwaitsRest over a request that may span pipe segments.
     private bool AwaitsRest(ReadOnlySequence<byte> rest)
     {
         if (rest.IsSingleSegment)
@@ -529,11 +525,9 @@ internal sealed class StaticLaneConnectionMiddleware
             return StaticLaneParser.AwaitsRest(rest.FirstSpan, _limits);
         }
 
-        int size = (int)Math.Min(rest.Length, (long)_limits.MaxRequestLineSize + _limits.MaxRequestHeadersTotalSize + 4);
-        byte[] copy = ArrayPool<byte>.Shared.Rent(size);
+        byte[] copy = RentContiguous(rest, out int size);
         try
         {
-            rest.Slice(0, size).CopyTo(copy);
             return StaticLaneParser.AwaitsRest(copy.AsSpan(0, size), _limits);
         }
         finally
@@ -542,6 +536,18 @@ internal sealed class StaticLaneConnectionMiddleware
         }
     }
 
+    // A pooled contiguous copy of the start of a request spanning segments: at most what Kestrel's request line and
+    // header limits allow, so anything the parser needs to decide is in it. The caller returns the array.
+    private byte[] RentContiguous(ReadOnlySequence<byte> rest, out int size)
+    {
+        size = (int)Math.Min(rest.Length, (long)_limits.MaxRequestLineSize + _limits.MaxRequestHeadersTotalSize + 4);
+        byte[] copy = ArrayPool<byte>.Shared.Rent(size);
+        rest.Slice(0, size).CopyTo(copy);
+        return copy;
+    }
+
+    // The rest of a request did not come within RequestHeadersTimeout from its first bytes: Kestrel's answer, a 408 that
+    // closes the connection (RFC 9110 15.5.9), then the lane closes. Not on graceful shutdown, where Kestrel says nothing.
     private async ValueTask AnswerHeadersTimeoutAsync(PipeWriter output, LaneConnection connection, int partialReads)
     {
         if (partialReads == 0 || !connection.TimedOut || connection.CloseRequested)

@@ -21,7 +21,10 @@ internal sealed class StaticLaneHostFilter
         options.OnChange(o => _patterns = Build(o));
     }
 
-    /// <summary>The filter for the app's options; <see langword="null"/> when the app has no host filtering registered.</summary>
+    /// <summary>
+    /// The filter for the app's options (any host while no <c>AllowedHosts</c> are configured); <see langword="null"/> only
+    /// when the services hold no options at all.
+    /// </summary>
     public static StaticLaneHostFilter? For(IServiceProvider services)
         => services.GetService(typeof(IOptionsMonitor<HostFilteringOptions>)) is IOptionsMonitor<HostFilteringOptions> options
             ? new StaticLaneHostFilter(options)

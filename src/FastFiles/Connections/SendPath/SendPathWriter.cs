@@ -260,9 +260,7 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
     private async ValueTask<FlushResult> FlushSlowAsync(CancellationToken cancellationToken)
     {
-        CancellationTokenRegistration canceled = cancellationToken.CanBeCanceled
-            ? cancellationToken.UnsafeRegister(static s => ((SendPathWriter)s!).AbortByToken(), this)
-            : default;
+        CancellationTokenRegistration canceled = AbortOnCancel(cancellationToken);
         try
         {
             await SendQueuedAsync();
@@ -290,7 +288,7 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
     private async ValueTask<FlushResult> WaitForBatchAsync(ValueTask<FlushResult> behind, CancellationToken cancellationToken)
     {
         FlushResult result;
-        using (cancellationToken.UnsafeRegister(static s => ((SendPathWriter)s!).AbortByToken(), this))
+        using (AbortOnCancel(cancellationToken))
         {
             result = await behind;
         }
@@ -568,8 +566,12 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
         }
     }
 
-    private void AbortByToken()
-        => _connection.Abort(new ConnectionAbortedException("A flush waiting for the socket was canceled by its token."));
+    // While a flush waits (for the socket or behind the batching send), its token ends the connection.
+    private CancellationTokenRegistration AbortOnCancel(CancellationToken cancellationToken)
+        => cancellationToken.CanBeCanceled
+            ? cancellationToken.UnsafeRegister(
+                static s => ((SendPathWriter)s!)._connection.Abort(new ConnectionAbortedException("A flush waiting for the socket was canceled by its token.")), this)
+            : default;
 
     public override void CancelPendingFlush() => _cancelRequested = true;
 
