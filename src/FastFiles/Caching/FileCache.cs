@@ -416,10 +416,10 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         }
 
         string relative = fullPath[_source.Root.Length..].Replace(Path.DirectorySeparatorChar, '/');
-        bool found = InvalidateKey(_keyPrefix + relative);
+        bool found = InvalidateKey(_keyPrefix + relative) | InvalidateDirectoryKey(relative);
         if (Sidecar.OriginalOf(relative) is { } original)
         {
-            found |= InvalidateKey(_keyPrefix + original);
+            found |= InvalidateKey(_keyPrefix + original) | InvalidateDirectoryKey(original);
         }
 
         if (directoryMayHaveChanged && !found)
@@ -435,6 +435,21 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
                 }
             }
         }
+    }
+
+    // A directory's default file is cached under the directory's key ("/site/" for "/site/index.html").
+    private bool InvalidateDirectoryKey(string relative)
+    {
+        string directoryKey = _keyPrefix + relative[..(relative.LastIndexOf('/') + 1)];
+        if (_entries.TryGetValue(directoryKey, out CachedFile? entry)
+            && string.Equals(entry.Identity.PhysicalPath, _source.MapPath(relative), StringComparison.Ordinal))
+        {
+            Remove(entry);
+            _metrics.Invalidated();
+            return true;
+        }
+
+        return false;
     }
 
     private bool InvalidateKey(string key)

@@ -9,7 +9,12 @@ namespace FastFiles.Files;
 /// restore the modification time (<c>touch -d</c>, <c>cp -p</c>), and nanoseconds catch same-size writes within
 /// one second. Read with one <c>statx(2)</c> on Linux, whose struct layout is the same on every architecture.
 /// </summary>
-internal readonly partial record struct FileStamp(ulong Device, ulong Inode, long Length, long ModifiedNanoseconds, long ChangedNanoseconds, bool IsDirectory)
+/// <remarks>
+/// The nanosecond counts are for telling versions apart and may wrap (past 2262 or before 1677 they do not fit 64 bits);
+/// dates come from <see cref="ModifiedTicks"/>, computed from the seconds and clamped to what a <see cref="DateTime"/>
+/// holds.
+/// </remarks>
+internal readonly partial record struct FileStamp(ulong Device, ulong Inode, long Length, long ModifiedNanoseconds, long ChangedNanoseconds, bool IsDirectory, long ModifiedTicks)
 {
     private const int AtFdCwd = -100;
     private const int AtEmptyPath = 0x1000;
@@ -21,9 +26,6 @@ internal readonly partial record struct FileStamp(ulong Device, ulong Inode, lon
     private const int StatxSize = 256;
 
     private static bool s_statxMissing;
-
-    /// <summary>The modification time as UTC .NET ticks (100 ns).</summary>
-    public long ModifiedTicks => DateTime.UnixEpoch.Ticks + (ModifiedNanoseconds / 100);
 
     /// <summary>
     /// Whether an open file still holds the bytes this stamp describes: its length and modification time (fstat on the
@@ -72,11 +74,46 @@ internal readonly partial record struct FileStamp(ulong Device, ulong Inode, lon
 
         long length = RandomAccess.GetLength(handle);
         long ticks = File.GetLastWriteTimeUtc(handle).Ticks;
-        long nanos = (ticks - DateTime.UnixEpoch.Ticks) * 100;
-        return new FileStamp(0, 0, length, nanos, nanos, false);
+        long nanos = unchecked((ticks - DateTime.UnixEpoch.Ticks) * 100);
+        return new FileStamp(0, 0, length, nanos, nanos, false, ticks);
     }
 
-    private static unsafe bool TryStatx(int dirFd, string path, int flags, out FileStamp stamp)
+    /// <summary>Whether statx(2) is there (glibc 2.28 or later); checked on first use.</summary>
+    public static bool StatxAvailable => !s_statxMissing;
+
+    /// <summary>
+    /// Stats an open descriptor. False (errno set) when the call fails; <paramref name="regular"/> says whether it is a
+    /// regular file, and <paramref name="stamp"/> is set for a regular file or a directory.
+    /// </summary>
+    public static bool TryFromDescriptor(int fd, out FileStamp stamp, out bool regular)
+    {
+        regular = false;
+        int type = Stat(fd, string.Empty, AtEmptyPath, out stamp);
+        if (type < 0)
+        {
+            return false;
+        }
+
+        regular = type == RegularType;
+        return true;
+    }
+
+    private static bool TryStatx(int dirFd, string path, int flags, out FileStamp stamp)
+    {
+        int type = Stat(dirFd, path, flags, out stamp);
+        if (type == StatxMissing)
+        {
+            // A descriptor (empty path) falls back in FromHandle itself.
+            return path.Length > 0 && TryGetPortable(path, out stamp);
+        }
+
+        return type is RegularType or DirectoryType;
+    }
+
+    // The file type bits, or -1 when the call failed, or StatxMissing; the stamp is set for a file or a directory.
+    private const int StatxMissing = -2;
+
+    private static unsafe int Stat(int dirFd, string path, int flags, out FileStamp stamp)
     {
         stamp = default;
         byte* buffer = stackalloc byte[StatxSize];
@@ -89,43 +126,55 @@ internal readonly partial record struct FileStamp(ulong Device, ulong Inode, lon
         {
             // glibc older than 2.28: fall back for good.
             s_statxMissing = true;
-            return TryGetPortable(path, out stamp);
+            return StatxMissing;
         }
 
         if (result != 0)
         {
-            return false;
+            return -1;
         }
 
         ushort mode = *(ushort*)(buffer + 28);
         ushort type = (ushort)(mode & FileTypeMask);
         if (type != RegularType && type != DirectoryType)
         {
-            return false;
+            return type;
         }
 
         ulong inode = *(ulong*)(buffer + 32);
         long size = (long)*(ulong*)(buffer + 40);
-        long ctime = (*(long*)(buffer + 96) * 1_000_000_000L) + *(uint*)(buffer + 104);
-        long mtime = (*(long*)(buffer + 112) * 1_000_000_000L) + *(uint*)(buffer + 120);
+        long ctime = unchecked((*(long*)(buffer + 96) * 1_000_000_000L) + *(uint*)(buffer + 104));
+        long mtimeSeconds = *(long*)(buffer + 112);
+        uint mtimeNanos = *(uint*)(buffer + 120);
+        long mtime = unchecked((mtimeSeconds * 1_000_000_000L) + mtimeNanos);
         ulong device = ((ulong)*(uint*)(buffer + 136) << 32) | *(uint*)(buffer + 140);
-        stamp = new FileStamp(device, inode, size, mtime, ctime, type == DirectoryType);
-        return true;
+        stamp = new FileStamp(device, inode, size, mtime, ctime, type == DirectoryType, TicksOf(mtimeSeconds, mtimeNanos));
+        return type;
     }
+
+    // Seconds since the epoch as UTC .NET ticks, clamped to DateTime's range (ext4 holds dates to 2446, tmpfs further).
+    private static readonly long s_minSeconds = (DateTime.MinValue.Ticks - DateTime.UnixEpoch.Ticks) / TimeSpan.TicksPerSecond;
+    private static readonly long s_maxSeconds = (DateTime.MaxValue.Ticks - DateTime.UnixEpoch.Ticks) / TimeSpan.TicksPerSecond;
+
+    internal static long TicksOf(long seconds, uint nanoseconds)
+        => seconds < s_minSeconds ? DateTime.MinValue.Ticks
+            : seconds >= s_maxSeconds ? DateTime.MaxValue.Ticks - (DateTime.MaxValue.Ticks % TimeSpan.TicksPerSecond)
+            : DateTime.UnixEpoch.Ticks + (seconds * TimeSpan.TicksPerSecond) + (nanoseconds / 100);
 
     private static bool TryGetPortable(string path, out FileStamp stamp)
     {
         var info = new FileInfo(path);
         if (info.Exists)
         {
-            long nanos = (info.LastWriteTimeUtc.Ticks - DateTime.UnixEpoch.Ticks) * 100;
-            stamp = new FileStamp(0, 0, info.Length, nanos, nanos, false);
+            long ticks = info.LastWriteTimeUtc.Ticks;
+            long nanos = unchecked((ticks - DateTime.UnixEpoch.Ticks) * 100);
+            stamp = new FileStamp(0, 0, info.Length, nanos, nanos, false, ticks);
             return true;
         }
 
         if (Directory.Exists(path))
         {
-            stamp = new FileStamp(0, 0, 0, 0, 0, true);
+            stamp = new FileStamp(0, 0, 0, 0, 0, true, DateTime.UnixEpoch.Ticks);
             return true;
         }
 

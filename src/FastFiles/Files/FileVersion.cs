@@ -82,10 +82,10 @@ internal sealed class FileVersion : IDisposable
     /// <exception cref="UnauthorizedAccessException">The path is a directory or is not readable.</exception>
     public static FileVersion Open(string path, string? contentEncoding)
     {
-        SafeFileHandle handle = OpenHandle(path);
+        SafeFileHandle handle = OpenHandle(path, out FileStamp stamp);
         try
         {
-            return new FileVersion(path, handle, null, FileStamp.FromHandle(handle), contentEncoding, null);
+            return new FileVersion(path, handle, null, stamp, contentEncoding, null);
         }
         catch
         {
@@ -100,20 +100,38 @@ internal sealed class FileVersion : IDisposable
     /// which would hold a thread for as long as a client likes, and a device or socket is no file to serve.
     /// </summary>
     /// <exception cref="FileNotFoundException">Nothing there, or not a regular file.</exception>
-    public static SafeFileHandle OpenHandle(string path)
+    public static SafeFileHandle OpenHandle(string path) => OpenHandle(path, out _);
+
+    /// <summary>As <see cref="OpenHandle(string)"/>, with the stamp of the opened descriptor (fstat, not the path).</summary>
+    public static SafeFileHandle OpenHandle(string path, out FileStamp stamp)
     {
+        if (RegularFileOpener.Supported && RegularFileOpener.Open(path, out stamp) is { } opened)
+        {
+            return opened;
+        }
+
         if (!FileStamp.TryGet(path, out _))
         {
             throw new FileNotFoundException("Not a regular file.", path);
         }
 
-        return File.OpenHandle(path, FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete);
+        SafeFileHandle handle = File.OpenHandle(path, FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete);
+        try
+        {
+            stamp = FileStamp.FromHandle(handle);
+            return handle;
+        }
+        catch
+        {
+            handle.Dispose();
+            throw;
+        }
     }
 
     public static FileVersion FromProvider(IFileInfo fileInfo, string? contentEncoding)
     {
-        long nanos = (fileInfo.LastModified.UtcTicks - DateTime.UnixEpoch.Ticks) * 100;
-        return new FileVersion(null, null, fileInfo, new FileStamp(0, 0, fileInfo.Length, nanos, nanos, false), contentEncoding, null);
+        long nanos = unchecked((fileInfo.LastModified.UtcTicks - DateTime.UnixEpoch.Ticks) * 100);
+        return new FileVersion(null, null, fileInfo, new FileStamp(0, 0, fileInfo.Length, nanos, nanos, false, fileInfo.LastModified.UtcTicks), contentEncoding, null);
     }
 
     /// <summary>

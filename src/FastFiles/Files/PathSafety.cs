@@ -42,4 +42,36 @@ internal static class PathSafety
 
         return true;
     }
+
+    /// <summary>
+    /// <paramref name="path"/> with every run of slashes made one: <c>//a///b</c> names the file <c>/a/b</c> names, so
+    /// both must share one cache entry (the watcher drops entries by the file's own path) and a redirect built from it
+    /// can never start with <c>//</c>, which a browser reads as another host. The same string when there is nothing to
+    /// collapse.
+    /// </summary>
+    public static string CollapseSlashes(string path)
+    {
+        if (!path.Contains("//", StringComparison.Ordinal))
+        {
+            return path;
+        }
+
+        Span<char> buffer = path.Length <= 512 ? stackalloc char[path.Length] : new char[path.Length];
+        return new string(buffer[..CollapseSlashes(path, buffer)]);
+    }
+
+    /// <summary>Writes <paramref name="path"/> with its slash runs collapsed to <paramref name="destination"/> (at least as long); returns the length.</summary>
+    public static int CollapseSlashes(ReadOnlySpan<char> path, Span<char> destination)
+    {
+        int length = 0;
+        for (int i = 0; i < path.Length; i++)
+        {
+            if (path[i] != '/' || length == 0 || destination[length - 1] != '/')
+            {
+                destination[length++] = path[i];
+            }
+        }
+
+        return length;
+    }
 }

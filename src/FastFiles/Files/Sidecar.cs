@@ -57,6 +57,12 @@ internal static class Sidecar
     /// Whether a sidecar may stand for <paramref name="original"/>: one older than its original is stale (the
     /// original was rebuilt without it) and is ignored.
     /// </summary>
+    /// <remarks>
+    /// Compared at Last-Modified's one-second resolution, on purpose: a deployment that copies a site without keeping
+    /// times (<c>cp -r</c>) writes each sidecar a few microseconds before or after its original, in directory order, and
+    /// a finer comparison would drop about half of them. A sidecar left over from an earlier build within the same
+    /// second as the new original is the price.
+    /// </remarks>
     public static bool IsFresh(FileVersion sidecar, FileVersion original) => sidecar.LastModified >= original.LastModified;
 
     /// <summary>The original's sub-path when <paramref name="path"/> names a sidecar, else null.</summary>

@@ -24,7 +24,7 @@ internal readonly struct VersionHandle : IDisposable
     /// Leases <paramref name="version"/>'s kept descriptor or, unless <paramref name="leaseOnly"/>, opens its path, and
     /// compares the descriptor with the version's stamp. False, with nothing held, when there is no descriptor to lease
     /// (and none may be opened) or the file no longer has that version. An open or a stat that fails throws (nothing is
-    /// held then), as <see cref="FileVersion.OpenHandle"/> does: what a failure means (a 404, a 503, a hand-off) is the
+    /// held then), as <see cref="FileVersion.OpenHandle(string)"/> does: what a failure means (a 404, a 503, a hand-off) is the
     /// caller's.
     /// </summary>
     public static bool TryAcquire(FileVersion version, bool leaseOnly, out VersionHandle handle)
@@ -32,6 +32,7 @@ internal readonly struct VersionHandle : IDisposable
         handle = default;
         SharedFileHandle? shared = version.SharedHandle;
         SafeFileHandle? descriptor = shared?.TryAcquire();
+        bool same;
         if (descriptor is null)
         {
             if (leaseOnly || version.PhysicalPath is null)
@@ -39,29 +40,33 @@ internal readonly struct VersionHandle : IDisposable
                 return false;
             }
 
-            shared = null;
-            descriptor = FileVersion.OpenHandle(version.PhysicalPath);
+            // Opened here: the open reads the descriptor's stamp itself.
+            descriptor = FileVersion.OpenHandle(version.PhysicalPath, out FileStamp opened);
+            handle = new VersionHandle(descriptor, null);
+            same = opened == version.Stamp;
         }
-
-        var acquired = new VersionHandle(descriptor, shared);
-        bool same;
-        try
+        else
         {
-            same = FileStamp.FromHandle(descriptor) == version.Stamp;
-        }
-        catch
-        {
-            acquired.Dispose();
-            throw;
+            handle = new VersionHandle(descriptor, shared);
+            try
+            {
+                same = FileStamp.FromHandle(descriptor) == version.Stamp;
+            }
+            catch
+            {
+                handle.Dispose();
+                handle = default;
+                throw;
+            }
         }
 
         if (!same)
         {
-            acquired.Dispose();
+            handle.Dispose();
+            handle = default;
             return false;
         }
 
-        handle = acquired;
         return true;
     }
 

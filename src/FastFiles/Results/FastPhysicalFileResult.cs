@@ -219,6 +219,8 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
         Span<char> key = length <= 512 ? stackalloc char[length] : new char[length];
         key[0] = '/';
         FileName.AsSpan().CopyTo(key[(slash ? 0 : 1)..]);
+        // One entry per file: "a//b" is "a/b" (see PathSafety.CollapseSlashes), collapsed in place.
+        key = key[..PathSafety.CollapseSlashes(key, key)];
         servable = PathSafety.IsServable(key, ServeDotFiles);
         return servable && cache.TryGet(key, out entry!);
     }
@@ -250,7 +252,7 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
     }
 
     // Route values arrive decoded (except %2F) with their leading slash stripped; the checks are the middleware's.
-    private string Subpath() => FileName.StartsWith('/') ? FileName : "/" + FileName;
+    private string Subpath() => PathSafety.CollapseSlashes(FileName.StartsWith('/') ? FileName : "/" + FileName);
 
     private FileVersion? OpenAbsolute()
     {

@@ -49,10 +49,9 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardin
         ArgumentException.ThrowIfNullOrEmpty(path);
 
         // FileNotFoundException propagates as it does from the stock fallback: UseStaticFiles turns it into a 404.
-        using SafeFileHandle file = FileVersion.OpenHandle(path);
-        // The version this body is sent from. The caller built its headers from an earlier look at the path; from here
-        // on, a write into the file is caught before the body's last bytes leave.
-        FileStamp stamp = FileStamp.FromHandle(file);
+        // The stamp is the version this body is sent from, read from the descriptor. The caller built its headers from an
+        // earlier look at the path; from here on, a write into the file is caught before the body's last bytes leave.
+        using SafeFileHandle file = FileVersion.OpenHandle(path, out FileStamp stamp);
         long length = stamp.Length;
 
         // Same contract as the stock SendFileFallback.

@@ -149,8 +149,9 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             return _next(context);
         }
 
-        // "/static" (the RequestPath itself) names the root directory without its trailing slash.
-        return ServeAsync(context, _responder.ReadRequest(context), subpath, rootWithoutSlash: !remaining.HasValue && _options.RequestPath.HasValue);
+        // "/static" (the RequestPath itself) names the root directory without its trailing slash. Empty segments name
+        // the same file as without them: one sub-path, so one cache entry, per file.
+        return ServeAsync(context, _responder.ReadRequest(context), PathSafety.CollapseSlashes(subpath), rootWithoutSlash: !remaining.HasValue && _options.RequestPath.HasValue);
     }
 
     // The one place a stale cached version is retried.
@@ -225,20 +226,24 @@ internal sealed class FastStaticFileMiddleware : IDisposable
 
     private async Task ServeCoreAsync(HttpContext context, FileRequest request, string subpath, bool rootWithoutSlash, bool useCache)
     {
-        // Entries are keyed by the exact request path, so only cache when the prefix matched with its own case.
+        // Entries are keyed by the prefix in its configured case and the sub-path without empty segments: the hot path
+        // finds a request in that form with no string made; any other form of the same file (the prefix in another
+        // case, "//") shares its entry from here, so one file has one entry, which the watcher drops by its path.
         // A directory's first default file is cached under the directory's path (a later name in DefaultFileNames is
         // looked up on disk each time, since an earlier one appearing would take its place).
-        string? path = context.Request.Path.Value;
         string? file = subpath[^1] != '/' ? subpath : FirstDefaultFile(subpath);
-        if (useCache && _cache is not null && path is not null && file is not null
-            && path.Length == _requestPathValue.Length + subpath.Length
-            && path.StartsWith(_requestPathValue, StringComparison.Ordinal)
+        if (useCache && _cache is not null && !rootWithoutSlash && file is not null
             && _policy.TryGetContentType(file, out string? cachedType))
         {
-            CachedFile? built = _cache.Build(path, file, _policy.SettingsFor(file, cachedType), _options.EnablePrecompressedFiles);
-            if (built is not null)
+            string? path = context.Request.Path.Value;
+            bool canonical = path is not null && path.Length == _requestPathValue.Length + subpath.Length
+                && path.StartsWith(_requestPathValue, StringComparison.Ordinal) && path.EndsWith(subpath, StringComparison.Ordinal);
+            string key = canonical ? path! : _requestPathValue + subpath;
+            CachedFile? entry = !canonical && _cache.TryGet(key, out CachedFile? found) ? found
+                : _cache.Build(key, file, _policy.SettingsFor(file, cachedType), _options.EnablePrecompressedFiles);
+            if (entry is not null)
             {
-                await ServeCachedAsync(context, request, built);
+                await ServeCachedAsync(context, request, entry);
                 return;
             }
         }
@@ -252,7 +257,8 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                 // RFC 9110 15.4.2; relative links in the page need the trailing slash.
                 HttpRequest httpRequest = context.Request;
                 context.Response.StatusCode = StatusCodes.Status301MovedPermanently;
-                context.Response.Headers.Location = httpRequest.PathBase + httpRequest.Path + "/" + httpRequest.QueryString;
+                // Without empty segments: "//host" would send the browser to another host (RFC 3986 4.2).
+                context.Response.Headers.Location = new PathString(PathSafety.CollapseSlashes((httpRequest.PathBase + httpRequest.Path).Value!)) + "/" + httpRequest.QueryString;
                 return;
         }
 

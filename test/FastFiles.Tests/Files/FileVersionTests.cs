@@ -38,4 +38,64 @@ public sealed class FileVersionTests
     [Fact]
     public void Open_of_a_missing_file_throws_io_exception()
         => Assert.ThrowsAny<IOException>(() => FileVersion.Open(Path.Combine(Path.GetTempPath(), $"missing-{Guid.NewGuid():N}"), null));
+
+    [Fact]
+    public void OpenHandle_reads_the_stamp_from_the_descriptor_and_leaves_it_blocking()
+    {
+        string path = Path.Combine(Path.GetTempPath(), $"fastfiles-unit-{Guid.NewGuid():N}.bin");
+        File.WriteAllBytes(path, new byte[4321]);
+        try
+        {
+            using Microsoft.Win32.SafeHandles.SafeFileHandle handle = FileVersion.OpenHandle(path, out FileStamp stamp);
+            Assert.True(FileStamp.TryGet(path, out FileStamp looked));
+            Assert.Equal(looked, stamp);
+            Assert.Equal(4321, stamp.Length);
+            Assert.False(stamp.IsDirectory);
+            Assert.Equal(4321, RandomAccess.Read(handle, new byte[8192], 0));
+            if (OperatingSystem.IsLinux())
+            {
+                // O_NONBLOCK (octal 04000) kept the open of a FIFO from waiting; a served file's descriptor must not keep it.
+                string flags = File.ReadAllLines($"/proc/self/fdinfo/{handle.DangerousGetHandle()}").Single(l => l.StartsWith("flags:", StringComparison.Ordinal));
+                long octal = Convert.ToInt64(flags["flags:".Length..].Trim(), 8);
+                Assert.Equal(0, octal & 0x800);
+                Assert.NotEqual(0, octal & 0x80000); // O_CLOEXEC
+            }
+        }
+        finally
+        {
+            File.Delete(path);
+        }
+    }
+
+    [Fact]
+    public async Task OpenHandle_refuses_what_is_not_a_regular_file()
+    {
+        string dir = Path.Combine(Path.GetTempPath(), $"fastfiles-unit-{Guid.NewGuid():N}");
+        Directory.CreateDirectory(dir);
+        try
+        {
+            string file = Path.Combine(dir, "file.txt");
+            File.WriteAllText(file, "x");
+            Assert.Throws<FileNotFoundException>(() => FileVersion.OpenHandle(Path.Combine(dir, "missing.txt")));
+            // A file used as a directory (ENOTDIR) and a name over NAME_MAX (ENAMETOOLONG): nothing to open.
+            Assert.Throws<FileNotFoundException>(() => FileVersion.OpenHandle(Path.Combine(file, "below")));
+            Assert.Throws<FileNotFoundException>(() => FileVersion.OpenHandle(Path.Combine(dir, new string('a', 300))));
+            Assert.Throws<UnauthorizedAccessException>(() => FileVersion.OpenHandle(dir));
+
+            string fifo = Path.Combine(dir, "pipe");
+            using (var mkfifo = System.Diagnostics.Process.Start("mkfifo", fifo))
+            {
+                await mkfifo.WaitForExitAsync();
+                Assert.Equal(0, mkfifo.ExitCode);
+            }
+
+            // Without a writer an open for reading would wait; the test bounds it so a regression fails instead of hanging.
+            Exception? refused = await Task.Run(() => Record.Exception(() => FileVersion.OpenHandle(fifo).Dispose())).WaitAsync(TimeSpan.FromSeconds(30));
+            Assert.IsType<FileNotFoundException>(refused);
+        }
+        finally
+        {
+            Directory.Delete(dir, recursive: true);
+        }
+    }
 }

@@ -15,6 +15,9 @@ public sealed class FingerprintRedirectTests
     [InlineData("/a?b#c.txt", "?v=old&v=older", "/a%3Fb%23c.txt?v=vhi4X3f8Qe-_0a1b2c3d4e&v=older")]
     [InlineData("/r.css", "?vv=1&v=x", "/r.css?vv=1&v=vhi4X3f8Qe-_0a1b2c3d4e")]
     [InlineData("/base/q%3F.css", "?v=old", "/base/q%253F.css?v=vhi4X3f8Qe-_0a1b2c3d4e")]
+    // Empty segments go: "//sub/a.js" would be a network-path reference, host "sub" (RFC 3986 4.2).
+    [InlineData("//sub/a.js", "?v=old", "/sub/a.js?v=vhi4X3f8Qe-_0a1b2c3d4e")]
+    [InlineData("/app///sub//a.js", "?v=old", "/app/sub/a.js?v=vhi4X3f8Qe-_0a1b2c3d4e")]
     public void The_path_is_escaped_and_only_the_first_v_value_is_replaced(string path, string query, string expected)
     {
         string location = FastFilesFingerprinter.Redirect(new PathString(path), query, Tag);
