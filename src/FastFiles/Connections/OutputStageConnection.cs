@@ -139,17 +139,16 @@ internal sealed class OutputStageConnection : IDuplexPipe
 
                 if (tlsUnflushed)
                 {
-                    FlushResult flush = await tls.FlushAsync();
-                    if (flush.IsCanceled)
+                    // A cancelled TLS flush came from Kestrel's CancelPendingFlush through our writer, which has already
+                    // released Kestrel's own wait (the stage pipe's flush); the bytes are committed, so flush them again
+                    // now rather than leave a response's tail in the TLS writer until the next write. A write cancelled
+                    // part-way has aborted the connection and reports completion instead.
+                    FlushResult flush;
+                    while ((flush = await tls.FlushAsync()).IsCanceled && !flush.IsCompleted)
                     {
-                        // Someone cancelled the TLS flush (Kestrel via our writer): let Kestrel's own flush see it too.
-                        // The bytes stay buffered in the TLS writer and go out with the next flush.
-                        _pipe.Writer.CancelPendingFlush();
                     }
-                    else
-                    {
-                        tlsUnflushed = false;
-                    }
+
+                    tlsUnflushed = false;
 
                     if (flush.IsCompleted)
                     {

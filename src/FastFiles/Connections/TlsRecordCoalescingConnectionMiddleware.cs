@@ -26,7 +26,7 @@ internal sealed class TlsRecordCoalescingConnectionMiddleware(ConnectionDelegate
     {
         metrics.RecordsCoalesced();
         IDuplexPipe tls = context.Transport;
-        var writer = new TlsRecordWriter(ssl, tls.Output);
+        var writer = new TlsRecordWriter(ssl, tls.Output, reason => context.Abort(new ConnectionAbortedException(reason.Message, reason)));
         context.Transport = new CoalescingDuplexPipe(tls.Input, writer);
         try
         {

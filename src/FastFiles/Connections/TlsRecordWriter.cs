@@ -23,8 +23,13 @@ internal sealed class TlsRecordWriter : PipeWriter
     /// <summary>RFC 8446 5.1: 2^14 bytes of plaintext per record.</summary>
     public const int RecordSize = 16 * 1024;
 
+    private static readonly FlushResult Done = new(isCanceled: false, isCompleted: false);
+    private static readonly FlushResult Canceled = new(isCanceled: true, isCompleted: false);
+    private static readonly FlushResult Closed = new(isCanceled: false, isCompleted: true);
+
     private readonly Stream _ssl;
     private readonly PipeWriter _replaced;
+    private readonly Action<Exception>? _abort;
     private readonly List<(byte[] Buffer, int Length)> _filled = [];
     private byte[]? _current;
     private int _currentLength;
@@ -34,13 +39,21 @@ internal sealed class TlsRecordWriter : PipeWriter
     private volatile bool _flushing;
     private bool _completed;
 
+    // A write to the stream was cancelled part-way: a record may be cut short, so nothing more can go out.
+    private bool _broken;
+
     /// <param name="ssl">The connection's <see cref="SslStream"/> (any stream in tests).</param>
     /// <param name="replaced">The writer Kestrel had; completed when this one is.</param>
-    public TlsRecordWriter(Stream ssl, PipeWriter replaced)
+    /// <param name="abort">Ends the connection (<c>ConnectionContext.Abort</c>) when a cancelled write leaves the TLS stream unusable.</param>
+    public TlsRecordWriter(Stream ssl, PipeWriter replaced, Action<Exception>? abort = null)
     {
         _ssl = ssl;
         _replaced = replaced;
+        _abort = abort;
     }
+
+    /// <summary>Whether a cancelled write left the stream unusable (the connection was aborted; bytes are dropped since).</summary>
+    public bool Broken => _broken;
 
     public override bool CanGetUnflushedBytes => true;
 
@@ -103,10 +116,17 @@ internal sealed class TlsRecordWriter : PipeWriter
     public override ValueTask<FlushResult> FlushAsync(CancellationToken cancellationToken = default)
     {
         ObjectDisposedException.ThrowIf(_completed, this);
+        if (_broken)
+        {
+            Commit();
+            DropFilled();
+            return new ValueTask<FlushResult>(Closed);
+        }
+
         if (_cancelRequested)
         {
             _cancelRequested = false;
-            return new ValueTask<FlushResult>(new FlushResult(isCanceled: true, isCompleted: false));
+            return new ValueTask<FlushResult>(Canceled);
         }
 
         Commit();
@@ -114,6 +134,11 @@ internal sealed class TlsRecordWriter : PipeWriter
     }
 
     // Pooled state machine: a flush that waits on the socket allocates nothing in steady state.
+    // Cancellation, by CancelPendingFlush or by the caller's token, never loses a byte silently (StreamPipeWriter's
+    // contract, with one difference it lacks): a buffer whose write had not begun stays queued for the next flush; a
+    // write cancelled part-way may have cut a record short, so the connection is aborted and nothing more is sent. The
+    // caller's token then throws, as StreamPipeWriter's does, which is how Kestrel learns to abort; CancelPendingFlush
+    // reports IsCanceled.
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
     private async ValueTask<FlushResult> FlushCoreAsync(CancellationToken cancellationToken)
     {
@@ -121,35 +146,68 @@ internal sealed class TlsRecordWriter : PipeWriter
         using CancellationTokenRegistration linked = cancellationToken.UnsafeRegister(static s => ((CancellationTokenSource)s!).Cancel(), cancellation);
         _flushing = true;
         int sent = 0;
+        bool writing = false;
         try
         {
             for (; sent < _filled.Count; sent++)
             {
+                cancellation.Token.ThrowIfCancellationRequested();
                 (byte[] buffer, int length) = _filled[sent];
+                writing = true;
                 await _ssl.WriteAsync(buffer.AsMemory(0, length), cancellation.Token);
+                writing = false;
                 BlockPool.Return(buffer);
             }
 
             _filled.Clear();
-            _unflushed = 0;
+            _unflushed = _currentLength;
             await _ssl.FlushAsync(cancellation.Token);
-            return new FlushResult(isCanceled: false, isCompleted: false);
+            return Done;
         }
         catch (OperationCanceledException) when (cancellation.IsCancellationRequested)
         {
-            // As StreamPipeWriter: a cancelled flush reports cancellation; whatever was not written is dropped, since a
-            // record cut short leaves the TLS stream unusable anyway and Kestrel aborts the connection.
-            _filled.RemoveRange(0, sent);
-            DropFilled();
             _flushCancellation = null;
             cancellation.Dispose();
             _cancelRequested = false;
-            return new FlushResult(isCanceled: true, isCompleted: false);
+            _filled.RemoveRange(0, sent);
+            if (writing)
+            {
+                Break(new OperationCanceledException("A TLS write was cancelled part-way; the record it was writing may be cut short."));
+            }
+            else
+            {
+                _unflushed = Queued();
+            }
+
+            if (cancellationToken.IsCancellationRequested)
+            {
+                throw;
+            }
+
+            return _broken ? Closed : Canceled;
         }
         finally
         {
             _flushing = false;
         }
+    }
+
+    private long Queued()
+    {
+        long queued = _currentLength;
+        foreach ((_, int length) in _filled)
+        {
+            queued += length;
+        }
+
+        return queued;
+    }
+
+    private void Break(Exception reason)
+    {
+        _broken = true;
+        DropFilled();
+        _abort?.Invoke(reason);
     }
 
     public override ValueTask<FlushResult> WriteAsync(ReadOnlyMemory<byte> source, CancellationToken cancellationToken = default)
@@ -160,8 +218,8 @@ internal sealed class TlsRecordWriter : PipeWriter
 
     public override void CancelPendingFlush()
     {
-        // A flush in progress is cut short; otherwise the next flush reports cancellation and keeps the bytes, as a
-        // Pipe does.
+        // A flush in progress is cut short (see FlushCoreAsync); otherwise the next flush reports cancellation and keeps
+        // the bytes, as a Pipe does.
         if (_flushing && _flushCancellation is { } cancellation)
         {
             cancellation.Cancel();
@@ -170,6 +228,31 @@ internal sealed class TlsRecordWriter : PipeWriter
         {
             _cancelRequested = true;
         }
+    }
+
+    /// <summary>
+    /// Completes after sending what is still buffered (without an error), as StreamPipeWriter does: the HTTP/2 TLS
+    /// output stage completes this writer after its last flush may have been cancelled.
+    /// </summary>
+    public override async ValueTask CompleteAsync(Exception? exception = null)
+    {
+        if (!_completed && exception is null && !_broken)
+        {
+            Commit();
+            if (_filled.Count > 0)
+            {
+                try
+                {
+                    await FlushCoreAsync(CancellationToken.None);
+                }
+                catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or NotSupportedException)
+                {
+                    // The connection is gone: what is left is dropped below.
+                }
+            }
+        }
+
+        Complete(exception);
     }
 
     public override void Complete(Exception? exception = null)

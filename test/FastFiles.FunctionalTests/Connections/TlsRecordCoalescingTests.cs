@@ -1,8 +1,12 @@
 using System.Diagnostics.Metrics;
 using System.Net;
+using System.Net.Security;
+using System.Net.Sockets;
+using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 
@@ -45,6 +49,149 @@ public sealed class TlsRecordCoalescingTests : IDisposable
             configureTls: l => l.UseTlsRecordCoalescing().UseHttp2TlsOutputStage(o => o.Mode = Http2TlsOutputStageMode.AllProtocols));
 
         await Task.WhenAll(Enumerable.Range(0, 60).Select(i => _sized.AssertServedAsync(host, transport, Sizes[i % Sizes.Length])));
+    }
+
+    /// <summary>
+    /// An app's write cancelled by its own token while it waits for a client that does not read: the connection must
+    /// end (Kestrel aborts it when its own writer's flush throws), and nothing the client receives may be other than a
+    /// prefix of what the app wrote. The writer used to report the cancel as IsCanceled and drop the rest of the
+    /// write; the app's next write then went out after a hole, on a connection that stayed open.
+    /// </summary>
+    [Theory]
+    [InlineData(false, false)]
+    [InlineData(false, true)]
+    [InlineData(true, false)]
+    public async Task A_write_cancelled_by_the_apps_token_ends_the_connection_with_no_hole(bool stage, bool chunked)
+    {
+        const int BlockSize = 64 * 1024;
+        var app = new TaskCompletionSource<(bool Cancelled, bool Aborted)>(TaskCreationOptions.RunContinuationsAsynchronously);
+        await using TestHost host = await TestHost.StartAsync(
+            a => a.MapGet("/cancel", async (HttpContext context) =>
+            {
+                if (!chunked)
+                {
+                    context.Response.ContentLength = 256L * BlockSize;
+                }
+
+                bool cancelled = false;
+                for (int i = 0; i < 255 && !cancelled; i++)
+                {
+                    using var cts = new CancellationTokenSource();
+                    ValueTask write = context.Response.Body.WriteAsync(Block(i), cts.Token);
+                    if (!write.IsCompleted)
+                    {
+                        // This write is waiting for the client (which does not read): cancel it part-way. Should it
+                        // still complete first, the next write gets its own token and the next chance.
+                        await cts.CancelAsync();
+                    }
+
+                    try
+                    {
+                        await write;
+                    }
+                    catch (OperationCanceledException)
+                    {
+                        cancelled = true;
+                    }
+                }
+
+                try
+                {
+                    await context.Response.Body.WriteAsync(Block(255));
+                }
+                catch (Exception ex) when (ex is OperationCanceledException or IOException or InvalidOperationException)
+                {
+                }
+
+                // Kestrel signals RequestAborted from the thread pool after the abort: wait for it, bounded.
+                bool aborted = await Task.Delay(TimeSpan.FromSeconds(30), context.RequestAborted).ContinueWith(t => t.IsCanceled);
+                app.TrySetResult((cancelled, aborted));
+            }),
+            configureTls: stage
+                ? l => l.UseTlsRecordCoalescing().UseHttp2TlsOutputStage(o => o.Mode = Http2TlsOutputStageMode.AllProtocols)
+                : l => l.UseTlsRecordCoalescing());
+
+        using var tcp = new TcpClient { ReceiveBufferSize = 4096 };
+        await tcp.ConnectAsync(IPAddress.Loopback, host.Https.Port);
+        await using var tls = new SslStream(tcp.GetStream(), false, (_, _, _, _) => true);
+        await tls.AuthenticateAsClientAsync(new SslClientAuthenticationOptions { TargetHost = "localhost", ApplicationProtocols = [SslApplicationProtocol.Http11] });
+        await tls.WriteAsync(Encoding.ASCII.GetBytes("GET /cancel HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+
+        // Not reading until the app is done: its writes wait for the client.
+        (bool cancelled, bool aborted) = await app.Task.WaitAsync(TimeSpan.FromSeconds(60));
+        Assert.True(cancelled);
+        Assert.True(aborted, "the connection was not aborted after the cancelled write");
+
+        // What arrives is a prefix of the body the app meant to send, and then the connection ends.
+        var received = new MemoryStream();
+        byte[] buffer = new byte[64 * 1024];
+        try
+        {
+            int n;
+            using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+            while ((n = await tls.ReadAsync(buffer, bound.Token)) > 0)
+            {
+                received.Write(buffer, 0, n);
+            }
+        }
+        catch (IOException)
+        {
+            // A reset after the abort.
+        }
+
+        // The reset may discard what the client had not read yet; whatever did arrive is checked.
+        byte[] bytes = received.ToArray();
+        int head = bytes.AsSpan().IndexOf("\r\n\r\n"u8);
+        if (head < 0)
+        {
+            Assert.True(bytes.Length < 4096, "bytes without a response head");
+            return;
+        }
+
+        byte[] body = bytes[(head + 4)..];
+        if (chunked)
+        {
+            body = Dechunk(body);
+        }
+
+        byte[] expected = Enumerable.Range(0, 256).SelectMany(Block).ToArray();
+        Assert.True(body.Length < expected.Length);
+        Assert.True(body.AsSpan().SequenceEqual(expected.AsSpan(0, body.Length)), "the body received is not a prefix of the one written");
+
+        static byte[] Block(int index)
+        {
+            byte[] block = new byte[BlockSize];
+            block.AsSpan().Fill((byte)(index + 1));
+            return block;
+        }
+    }
+
+    // The data of a chunked body as far as it arrived (a cut chunk gives its bytes so far).
+    private static byte[] Dechunk(byte[] chunked)
+    {
+        var data = new MemoryStream();
+        int at = 0;
+        while (at < chunked.Length)
+        {
+            int lineEnd = chunked.AsSpan(at).IndexOf("\r\n"u8);
+            if (lineEnd < 0)
+            {
+                break;
+            }
+
+            int size = int.Parse(Encoding.ASCII.GetString(chunked, at, lineEnd), System.Globalization.NumberStyles.HexNumber, null);
+            at += lineEnd + 2;
+            if (size == 0)
+            {
+                break;
+            }
+
+            int take = Math.Min(size, chunked.Length - at);
+            data.Write(chunked, at, take);
+            at += take + 2;
+        }
+
+        return data.ToArray();
     }
 
     [Fact]

@@ -111,10 +111,13 @@ public sealed class TlsRecordWriterTests
     }
 
     [Fact]
-    public async Task Cancelling_a_flush_blocked_on_the_stream_releases_it()
+    public async Task Cancelling_a_write_under_way_ends_the_connection_and_sends_nothing_more()
     {
+        // The record being written may be cut short: reporting IsCanceled and going on would put the next bytes after a
+        // hole, on a connection that stays open.
         var stream = new BlockingStream();
-        var writer = new TlsRecordWriter(stream, new Pipe().Writer);
+        var aborts = new List<Exception>();
+        var writer = new TlsRecordWriter(stream, new Pipe().Writer, aborts.Add);
         writer.Write(Random(100, 4));
 
         ValueTask<FlushResult> flush = writer.FlushAsync();
@@ -122,14 +125,25 @@ public sealed class TlsRecordWriterTests
         Assert.False(flush.IsCompleted);
         writer.CancelPendingFlush();
 
-        Assert.True((await flush.AsTask().WaitAsync(TimeSpan.FromSeconds(30))).IsCanceled);
+        FlushResult result = await flush.AsTask().WaitAsync(TimeSpan.FromSeconds(30));
+        Assert.True(result.IsCompleted);
+        Assert.True(writer.Broken);
+        Assert.Single(aborts);
+
+        writer.Write(Random(10, 9));
+        Assert.True((await writer.FlushAsync()).IsCompleted);
+        Assert.Equal(1, stream.Starts);
+        Assert.Equal(0, writer.UnflushedBytes);
     }
 
     [Fact]
-    public async Task The_callers_token_cancels_a_blocked_flush()
+    public async Task The_callers_token_ends_a_blocked_flush_with_an_exception_and_an_abort()
     {
+        // As StreamPipeWriter: the caller's token throws, which is how Kestrel learns to abort the connection; the
+        // writer has aborted it already and drops what follows.
         var stream = new BlockingStream();
-        var writer = new TlsRecordWriter(stream, new Pipe().Writer);
+        var aborts = new List<Exception>();
+        var writer = new TlsRecordWriter(stream, new Pipe().Writer, aborts.Add);
         writer.Write(Random(100, 5));
         using var cts = new CancellationTokenSource();
 
@@ -137,7 +151,43 @@ public sealed class TlsRecordWriterTests
         await stream.WriteStarted.Task.WaitAsync(TimeSpan.FromSeconds(30));
         await cts.CancelAsync();
 
-        Assert.True((await flush.AsTask().WaitAsync(TimeSpan.FromSeconds(30))).IsCanceled);
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => flush.AsTask().WaitAsync(TimeSpan.FromSeconds(30)));
+        Assert.True(writer.Broken);
+        Assert.Single(aborts);
+        Assert.True((await writer.FlushAsync()).IsCompleted);
+    }
+
+    [Fact]
+    public async Task A_token_cancelled_before_any_write_throws_and_keeps_the_bytes()
+    {
+        var stream = new RecordingStream();
+        var aborts = new List<Exception>();
+        var writer = new TlsRecordWriter(stream, new Pipe().Writer, aborts.Add);
+        byte[] bytes = Random(40_000, 10);
+        writer.Write(bytes);
+
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(async () => await writer.FlushAsync(new CancellationToken(canceled: true)));
+        Assert.Empty(stream.Writes);
+        Assert.False(writer.Broken);
+        Assert.Empty(aborts);
+        Assert.Equal(bytes.Length, writer.UnflushedBytes);
+
+        Assert.False((await writer.FlushAsync()).IsCanceled);
+        Assert.Equal(bytes, stream.Data.ToArray());
+    }
+
+    [Fact]
+    public async Task Completing_without_an_error_sends_what_is_buffered()
+    {
+        var stream = new RecordingStream();
+        var writer = new TlsRecordWriter(stream, new Pipe().Writer);
+        byte[] bytes = Random(20_000, 11);
+        writer.Write(bytes);
+        writer.CancelPendingFlush();
+        Assert.True((await writer.FlushAsync()).IsCanceled);
+
+        await writer.CompleteAsync();
+        Assert.Equal(bytes, stream.Data.ToArray());
     }
 
     [Fact]
@@ -243,8 +293,11 @@ public sealed class TlsRecordWriterTests
     {
         public TaskCompletionSource WriteStarted { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
+        public int Starts { get; private set; }
+
         public override async ValueTask WriteAsync(ReadOnlyMemory<byte> buffer, CancellationToken cancellationToken = default)
         {
+            Starts++;
             WriteStarted.TrySetResult();
             await Task.Delay(Timeout.Infinite, cancellationToken);
         }
