@@ -73,8 +73,10 @@ internal sealed partial class DescriptorReserveConnectionMiddleware(ConnectionDe
             return false;
         }
 
+        // At most half the limit: a reserve set at or above the limit (a value meant for another machine) would refuse
+        // every connection.
         long descriptor = (long)socket.Handle;
-        if (descriptor < limit - reserve)
+        if (descriptor < limit - Math.Min(reserve, limit / 2))
         {
             return false;
         }

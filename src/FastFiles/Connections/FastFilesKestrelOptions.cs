@@ -49,7 +49,8 @@ public sealed class FastFilesKestrelOptions
     /// FastFiles' connection parts: a connection whose socket is one of the last <see cref="DescriptorReserve"/>
     /// descriptors is closed as it arrives (event 4010 once per burst, <c>fastfiles.connections.refused</c>), so files
     /// can still be opened and the .NET runtime can still start threads (at the limit it cannot, and aborts). Linux
-    /// only; 0 turns the check off.
+    /// only; 0 turns the check off. At most half the limit in effect is held back, whatever the value (one meant for a
+    /// machine with a higher limit must not refuse every connection).
     /// </summary>
     /// <remarks>
     /// Defaults to 64. On endpoints from configuration and from URLs the check comes before TLS, so a connection that
@@ -62,9 +63,10 @@ public sealed class FastFilesKestrelOptions
     public int DescriptorReserve { get; set; } = 64;
 
     /// <summary>
-    /// Whether plaintext endpoints from configuration (<c>Kestrel:Endpoints</c>) get the zero-copy send path (file
-    /// bodies sent with sendfile(2); see <c>ListenOptions.UseZeroCopySendFile</c>). Code-configured endpoints call
-    /// <c>UseZeroCopySendFile()</c> themselves, first on the endpoint.
+    /// Whether plaintext endpoints from configuration (<c>Kestrel:Endpoints</c>) and bound from URLs (<c>--urls</c>,
+    /// <c>ASPNETCORE_URLS</c>, <c>UseUrls</c>) get the zero-copy send path (file bodies sent with sendfile(2); see
+    /// <c>ListenOptions.UseZeroCopySendFile</c>). Code-configured endpoints call <c>UseZeroCopySendFile()</c>
+    /// themselves, first on the endpoint.
     /// </summary>
     /// <remarks>Defaults to <see langword="false"/>.</remarks>
     public bool EnableZeroCopySendFile { get; set; }

@@ -13,8 +13,8 @@ internal static partial class Log
     [LoggerMessage(4003, LogLevel.Debug, "Connection {ConnectionId}: the stage did not drain within {Timeout} after Kestrel finished; aborting the connection.", EventName = "DrainTimedOut")]
     public static partial void DrainTimedOut(ILogger logger, string connectionId, TimeSpan timeout);
 
-    [LoggerMessage(4005, LogLevel.Debug, "Endpoint '{EndpointName}' from configuration: TLS applied by FastFiles with its TLS-side parts (record coalescing, HTTP/2 TLS output stage) behind it.", EventName = "ConfigurationEndpointStaged")]
-    public static partial void ConfigurationEndpointStaged(ILogger logger, string endpointName);
+    [LoggerMessage(4005, LogLevel.Debug, "Endpoint '{EndpointName}' from configuration: TLS applied by FastFiles with its connection parts behind it ({Parts}).", EventName = "ConfigurationEndpointStaged")]
+    public static partial void ConfigurationEndpointStaged(ILogger logger, string endpointName, string parts);
 
     [LoggerMessage(4010, LogLevel.Warning, "Connection refused: its socket is descriptor {Descriptor} of {Limit} (RLIMIT_NOFILE), within the last {Reserve} kept free for files and thread starts; {Suppressed} more such connections since the last warning. Raise the descriptor limit (ulimit -n, LimitNOFILE) or limit connections (KestrelServerLimits.MaxConcurrentConnections).", EventName = "DescriptorReserveReached")]
     public static partial void DescriptorReserveReached(ILogger logger, long descriptor, long limit, int reserve, long suppressed);

@@ -76,7 +76,12 @@ internal static class EndpointWiring
                     return;
                 }
 
-                UseTls(e);
+                UseTls(e, string.Join(", ", new[]
+                {
+                    fastFiles.EnableTlsRecordCoalescing ? "TLS record coalescing" : null,
+                    staged ? "HTTP/2 TLS output stage" : null,
+                    fastFiles.EnableStaticLane ? "static lane" : null,
+                }.OfType<string>()));
                 UseParts(e.ListenOptions, fastFiles, InnerParts.All);
             });
         }
@@ -141,11 +146,11 @@ internal static class EndpointWiring
     }
 
     /// <summary>Applies TLS with the HTTPS options the loader assembled (certificate included).</summary>
-    private static void UseTls(EndpointConfiguration endpoint)
+    private static void UseTls(EndpointConfiguration endpoint, string parts)
     {
         // The loader skips its own UseHttps when the endpoint is already TLS; HttpsOptions already holds the certificate.
         endpoint.ListenOptions.UseHttps(endpoint.HttpsOptions);
-        Log.ConfigurationEndpointStaged(Http2TlsOutputStageListenOptionsExtensions.CreateLogger(endpoint.ListenOptions.ApplicationServices), endpoint.ConfigSection.Key);
+        Log.ConfigurationEndpointStaged(Http2TlsOutputStageListenOptionsExtensions.CreateLogger(endpoint.ListenOptions.ApplicationServices), endpoint.ConfigSection.Key, parts);
     }
 
     /// <summary>
@@ -165,7 +170,7 @@ internal static class EndpointWiring
             return;
         }
 
-        UseTls(endpoint);
+        UseTls(endpoint, "HTTP/2 TLS output stage");
         endpoint.ListenOptions.UseHttp2TlsOutputStage(stage);
     }
 }

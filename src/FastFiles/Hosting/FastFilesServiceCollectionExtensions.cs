@@ -23,15 +23,17 @@ public static class FastFilesServiceCollectionExtensions
     /// <see cref="StaticLaneOptions"/>), then applies <paramref name="configure"/>.
     /// </summary>
     /// <param name="services">The service collection.</param>
-    /// <param name="configure">Optional code configuration, applied after configuration binding.</param>
+    /// <param name="configure">Optional code configuration, applied after configuration binding. Code configuration of
+    /// these options registered before this call (<c>ConfigureFastStaticFiles</c>, <c>Configure&lt;FastFilesOptions&gt;</c>)
+    /// also runs after the binding.</param>
     /// <returns>The service collection.</returns>
     public static IServiceCollection AddFastFiles(this IServiceCollection services, Action<FastFilesOptions>? configure = null)
     {
         ArgumentNullException.ThrowIfNull(services);
         AddCore(services);
-        services.AddOptions<FastFilesOptions>().BindConfiguration(ConfigurationSectionName);
-        services.AddOptions<FastStaticFileOptions>().BindConfiguration(ConfigurationSectionName + ":StaticFiles");
-        services.AddOptions<StaticLaneOptions>().BindConfiguration(ConfigurationSectionName + ":StaticLane");
+        BindFirst<FastFilesOptions>(services, o => o.BindConfiguration(ConfigurationSectionName));
+        BindFirst<FastStaticFileOptions>(services, o => o.BindConfiguration(ConfigurationSectionName + ":StaticFiles"));
+        BindFirst<StaticLaneOptions>(services, o => o.BindConfiguration(ConfigurationSectionName + ":StaticLane"));
         if (configure is not null)
         {
             services.Configure(configure);
@@ -49,10 +51,46 @@ public static class FastFilesServiceCollectionExtensions
         ArgumentNullException.ThrowIfNull(services);
         ArgumentNullException.ThrowIfNull(configuration);
         AddCore(services);
-        services.AddOptions<FastFilesOptions>().Bind(configuration);
-        services.AddOptions<FastStaticFileOptions>().Bind(configuration.GetSection("StaticFiles"));
-        services.AddOptions<StaticLaneOptions>().Bind(configuration.GetSection("StaticLane"));
+        BindFirst<FastFilesOptions>(services, o => o.Bind(configuration));
+        BindFirst<FastStaticFileOptions>(services, o => o.Bind(configuration.GetSection("StaticFiles")));
+        BindFirst<StaticLaneOptions>(services, o => o.Bind(configuration.GetSection("StaticLane")));
         return services;
+    }
+
+    // Configuration binding goes before any code configuration of the same options registered earlier
+    // (ConfigureFastStaticFiles before AddFastFiles): code always has the last word, whatever the call order.
+    private static void BindFirst<T>(IServiceCollection services, Action<OptionsBuilder<T>> bind)
+        where T : class
+    {
+        int before = services.Count;
+        bind(services.AddOptions<T>());
+        int first = -1;
+        for (int i = 0; i < before; i++)
+        {
+            if (services[i].ServiceType == typeof(IConfigureOptions<T>))
+            {
+                first = i;
+                break;
+            }
+        }
+
+        if (first < 0)
+        {
+            return;
+        }
+
+        // Move what the binding added (its IConfigureOptions<T> and change-token source) ahead of the first one.
+        var added = new List<ServiceDescriptor>();
+        for (int i = services.Count - 1; i >= before; i--)
+        {
+            added.Insert(0, services[i]);
+            services.RemoveAt(i);
+        }
+
+        for (int i = 0; i < added.Count; i++)
+        {
+            services.Insert(first + i, added[i]);
+        }
     }
 
     /// <summary>Configures the options of <c>UseFastFiles()</c>.</summary>
@@ -85,6 +123,9 @@ public static class FastFilesServiceCollectionExtensions
     {
         services.TryAddSingleton(sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IPostConfigureOptions<FastFilesOptions>, FastFilesOptionsSetup>());
+        // A value that could only fail per request stops the host at start instead.
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<FastFilesOptions>, FastFilesOptionsValidator>());
+        services.AddOptions<FastFilesOptions>().ValidateOnStart();
         services.TryAddSingleton<FastFilesOptionsSource.Registration>();
         // Takes the addresses Kestrel will bind, so URL endpoints can get FastFiles' connection parts.
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IStartupFilter, ServerAddressesStartupFilter>());

@@ -1,0 +1,94 @@
+using System.Net;
+using FastFiles.FunctionalTests.Infrastructure;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.FileProviders;
+using Microsoft.Extensions.Options;
+
+namespace FastFiles.FunctionalTests.Hosting;
+
+/// <summary>
+/// Options as an app gives them: a value that could only fail per request stops the host at start with the option
+/// named; configuration binding never overrides code, whatever the order of the calls; a descriptor reserve larger than
+/// the process's limit does not refuse every connection.
+/// </summary>
+public sealed class OptionsValidationTests : IDisposable
+{
+    private readonly TestFiles _files = new();
+
+    public void Dispose() => _files.Dispose();
+
+    public static TheoryData<string, Action<FastFilesOptions>> Invalid => new()
+    {
+        { "MaxCachedFileSize", o => o.MaxCachedFileSize = -1 },
+        // Larger than any array: every request for a file of that size failed with an OverflowException (500).
+        { "MaxCachedFileSize", o => { o.MaxCachedFileSize = 10_000_000_000; o.FileCacheSizeLimit = 10_000_000_000; } },
+        { "FileCacheSizeLimit", o => o.FileCacheSizeLimit = -1 },
+        { "MaxCachedFiles", o => o.MaxCachedFiles = -1 },
+        { "MaxOpenFiles", o => o.MaxOpenFiles = -1 },
+        { "MaxRanges", o => o.MaxRanges = -1 },
+        { "SynchronousReadThreshold", o => o.SynchronousReadThreshold = -5 },
+        { "FileCacheRevalidationInterval", o => o.FileCacheRevalidationInterval = TimeSpan.FromSeconds(-1) },
+        // Used by FastResults' dynamic compression, where it failed per request (500) instead.
+        { "BrotliCompressionQuality", o => o.BrotliCompressionQuality = 20 },
+        { "GzipCompressionLevel", o => o.GzipCompressionLevel = 0 },
+    };
+
+    [Theory]
+    [MemberData(nameof(Invalid))]
+    public async Task An_invalid_value_stops_the_host_at_start(string option, Action<FastFilesOptions> configure)
+    {
+        var failure = await Assert.ThrowsAsync<OptionsValidationException>(() => TestHost.StartAsync(
+            app => app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root) }),
+            services => services.AddFastFiles(configure)));
+        Assert.Contains("FastFiles:" + option, failure.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Code_configuration_wins_over_binding_whatever_the_call_order()
+    {
+        _files.Create("a.txt", 10);
+        IConfiguration configuration = new ConfigurationBuilder().AddInMemoryCollection(new Dictionary<string, string?>
+        {
+            ["StaticFiles:CacheControl"] = "from-config",
+            ["MaxRanges"] = "5",
+        }).Build();
+        await using TestHost host = await TestHost.StartAsync(
+            app => app.UseFastFiles(),
+            services =>
+            {
+                // Before AddFastFiles: the binding it adds still runs first.
+                services.ConfigureFastStaticFiles(o =>
+                {
+                    o.CacheControl = "from-code";
+                    o.FileProvider = new PhysicalFileProvider(_files.Root);
+                });
+                services.Configure<FastFilesOptions>(o => o.MaxRanges = 7);
+                services.AddFastFiles(configuration);
+            });
+
+        using HttpResponseMessage response = await host.SendAsync(Transport.Http11, "/a.txt");
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+        Assert.Equal("from-code", response.Header("Cache-Control"));
+        Assert.Equal(7, host.Services.GetRequiredService<IOptions<FastFilesOptions>>().Value.MaxRanges);
+    }
+
+    [Fact]
+    public async Task A_reserve_over_the_descriptor_limit_does_not_refuse_every_connection()
+    {
+        byte[] file = _files.Create("a.txt", 1000);
+        await using TestHost host = await TestHost.StartAsync(
+            app => app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root) }),
+            services => services.AddFastFiles(),
+            configureKestrel: k => k.UseFastFilesConnections(o => o.DescriptorReserve = int.MaxValue));
+
+        for (int i = 0; i < 3; i++)
+        {
+            RawResponse response = await RawHttp.SendAsync(host.Http, "/a.txt");
+            Assert.Equal(200, response.Status);
+            Assert.Equal(file, response.Body);
+        }
+    }
+}
