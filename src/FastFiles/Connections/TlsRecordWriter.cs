@@ -160,7 +160,10 @@ internal sealed class TlsRecordWriter : PipeWriter
             }
 
             _filled.Clear();
+            sent = 0;
             _unflushed = _currentLength;
+
+            // Every record is written whole by now: a cancel during the stream's flush leaves it usable.
             await _ssl.FlushAsync(cancellation.Token);
             return Done;
         }
@@ -185,6 +188,13 @@ internal sealed class TlsRecordWriter : PipeWriter
             }
 
             return _broken ? Closed : Canceled;
+        }
+        catch
+        {
+            // The buffers already written went back to the pool: only the rest stay listed (Complete returns those), so
+            // no block is returned twice and handed to two connections at once.
+            _filled.RemoveRange(0, sent);
+            throw;
         }
         finally
         {

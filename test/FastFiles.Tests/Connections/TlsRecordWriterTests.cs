@@ -177,6 +177,53 @@ public sealed class TlsRecordWriterTests
     }
 
     [Fact]
+    public async Task A_cancel_during_the_streams_flush_leaves_the_connection_usable()
+    {
+        // Every record was written whole before the stream's flush: the caller's token throws (Kestrel aborts on it),
+        // CancelPendingFlush reports IsCanceled, and neither breaks the writer.
+        var stream = new FlushBlockingStream();
+        var aborts = new List<Exception>();
+        var writer = new TlsRecordWriter(stream, new Pipe().Writer, aborts.Add);
+        writer.Write(Random(40_000, 12));
+        using var cts = new CancellationTokenSource();
+        ValueTask<FlushResult> flush = writer.FlushAsync(cts.Token);
+        await stream.FlushStarted.Task.WaitAsync(TimeSpan.FromSeconds(30));
+        await cts.CancelAsync();
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => flush.AsTask().WaitAsync(TimeSpan.FromSeconds(30)));
+
+        stream.ResetFlush();
+        writer.Write(Random(100, 13));
+        flush = writer.FlushAsync();
+        await stream.FlushStarted.Task.WaitAsync(TimeSpan.FromSeconds(30));
+        writer.CancelPendingFlush();
+        Assert.True((await flush.AsTask().WaitAsync(TimeSpan.FromSeconds(30))).IsCanceled);
+
+        Assert.False(writer.Broken);
+        Assert.Empty(aborts);
+        Assert.Equal(40_100, stream.Data.Length);
+    }
+
+    [Fact]
+    public async Task A_failed_write_returns_each_block_to_the_pool_once()
+    {
+        // The pool is shared by every connection: a block returned twice would be rented by two at once.
+        while (TlsRecordWriter.BlockPool.Retained > 0)
+        {
+            TlsRecordWriter.BlockPool.Rent();
+        }
+
+        var writer = new TlsRecordWriter(new FailingSecondWriteStream(), new Pipe().Writer);
+        writer.Write(Random(3 * Record, 14));
+        await Assert.ThrowsAsync<IOException>(async () => await writer.FlushAsync());
+        writer.Complete();
+
+        int retained = TlsRecordWriter.BlockPool.Retained;
+        Assert.Equal(3, retained);
+        var rented = Enumerable.Range(0, retained).Select(_ => TlsRecordWriter.BlockPool.Rent()).ToList();
+        Assert.Equal(rented.Count, rented.Distinct(ReferenceEqualityComparer.Instance).Count());
+    }
+
+    [Fact]
     public async Task Completing_without_an_error_sends_what_is_buffered()
     {
         var stream = new RecordingStream();
@@ -286,6 +333,29 @@ public sealed class TlsRecordWriterTests
             Total += buffer.Length;
             return ValueTask.CompletedTask;
         }
+    }
+
+    // Writes go through; the stream's flush waits until cancelled.
+    private sealed class FlushBlockingStream : RecordingStream
+    {
+        public TaskCompletionSource FlushStarted { get; private set; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public void ResetFlush() => FlushStarted = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public override async Task FlushAsync(CancellationToken cancellationToken)
+        {
+            FlushStarted.TrySetResult();
+            await Task.Delay(Timeout.Infinite, cancellationToken);
+        }
+    }
+
+    // A connection reset on the second write.
+    private sealed class FailingSecondWriteStream : RecordingStream
+    {
+        private int _writes;
+
+        public override ValueTask WriteAsync(ReadOnlyMemory<byte> buffer, CancellationToken cancellationToken = default)
+            => ++_writes >= 2 ? ValueTask.FromException(new IOException("reset")) : base.WriteAsync(buffer, cancellationToken);
     }
 
     // A socket that is full: writes wait until cancelled.
