@@ -64,6 +64,10 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
 
     public int Count => _entries.Count;
 
+    /// <summary>Whether dynamic compression makes variants of such a file, so its responses vary by Accept-Encoding.</summary>
+    public bool Compresses(string? contentType, long length)
+        => (_compression?.CodingsFor(contentType, length) ?? ContentCodings.None) != ContentCodings.None;
+
     public long BytesHeld => Interlocked.Read(ref _bytesHeld);
 
     /// <summary>Descriptors of large files held open across requests (at most <see cref="FastFilesOptions.MaxOpenFiles"/>).</summary>
@@ -223,8 +227,8 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         return opened.ForCache(content, kept, _contentHashETags ? ContentHash.Of(content) : null);
     }
 
-    // Started now, so by the time a client revalidates the tag is usually known; a change found while hashing makes
-    // the entry re-check the file system on its next request.
+    // Started now, so by the time a client revalidates the tag is usually known; a change found while hashing, or a
+    // failure, drops the entry.
     private ContentHash? HashInBackground(string key, FileVersion opened)
     {
         if (!_contentHashETags)
@@ -232,16 +236,20 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
             return null;
         }
 
-        var hash = ContentHash.ForFile(opened.PhysicalPath!, opened.Stamp, _hashGate, () => MarkSuspect(key), _stopping.Token);
+        ContentHash? hash = null;
+        hash = ContentHash.ForFile(opened.PhysicalPath!, opened.Stamp, _hashGate, () => Forget(key, hash!), _stopping.Token);
         hash.Start();
         return hash;
     }
 
-    private void MarkSuspect(string key)
+    // The hash found the file changed, or failed (EMFILE, EIO): the entry goes, so the next request builds it again
+    // with a new hash. Only marking it for revalidation kept a version whose stamp still matched without a tag for
+    // as long as it stayed cached.
+    private void Forget(string key, ContentHash hash)
     {
-        if (_entries.TryGetValue(key, out CachedFile? entry))
+        if (_entries.TryGetValue(key, out CachedFile? entry) && ReferenceEquals(entry.Identity.ContentHash, hash))
         {
-            entry.MarkSuspect();
+            Remove(entry);
         }
     }
 

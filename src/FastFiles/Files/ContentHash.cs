@@ -32,6 +32,9 @@ internal sealed class ContentHash
     private string? _etag;
     private Task? _running;
 
+    // Set when a request waits for this tag: its computation then starts at once, not behind other files' in the gate.
+    private TaskCompletionSource? _needed;
+
     private ContentHash(string etag)
     {
         _etag = etag;
@@ -89,6 +92,29 @@ internal sealed class ContentHash
         return _running!;
     }
 
+    /// <summary>
+    /// Completes once <see cref="ETag"/> is final, for a request that waits for it: the computation starts now if it
+    /// is still queued behind other files' (the root's gate runs background hashes one at a time, so a request would
+    /// otherwise wait for hashes of unrelated files, each as long as its file). Throws when
+    /// <paramref name="cancellationToken"/> (the request's abort) is cancelled first; the computation goes on.
+    /// </summary>
+    public Task WhenNeededAsync(CancellationToken cancellationToken)
+    {
+        Task running = WhenReady();
+        if (running.IsCompleted)
+        {
+            return running;
+        }
+
+        if (_gate is not null)
+        {
+            Interlocked.CompareExchange(ref _needed, new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously), null);
+            _needed.TrySetResult();
+        }
+
+        return running.WaitAsync(cancellationToken);
+    }
+
     /// <summary>Formats a SHA-256 digest as a quoted entity tag.</summary>
     internal static string Format(ReadOnlySpan<byte> sha256)
         => string.Concat("\"", Base64Url.EncodeToString(sha256[..(HashedBits / 8)]), "\"");
@@ -141,8 +167,20 @@ internal sealed class ContentHash
         {
             if (_gate is not null)
             {
-                await _gate.WaitAsync(_stopping).ConfigureAwait(false);
-                entered = true;
+                Task turn = _gate.WaitAsync(_stopping);
+                TaskCompletionSource needed = Volatile.Read(ref _needed)
+                    ?? Interlocked.CompareExchange(ref _needed, new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously), null)
+                    ?? _needed;
+                if (await Task.WhenAny(turn, needed.Task).ConfigureAwait(false) == turn)
+                {
+                    await turn.ConfigureAwait(false);
+                    entered = true;
+                }
+                else
+                {
+                    // A request waits for this tag: hash it now, and give back the turn when it comes.
+                    _ = turn.ContinueWith(static (t, gate) => ((SemaphoreSlim)gate!).Release(), _gate, CancellationToken.None, TaskContinuationOptions.OnlyOnRanToCompletion, TaskScheduler.Default);
+                }
             }
 
             string? etag;

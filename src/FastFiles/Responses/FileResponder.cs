@@ -67,7 +67,15 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         // with the real tag; unconditional responses go out without an ETag meanwhile.
         if (file.ContentHash is { ETag: null } pending && fileRequest.Headers.HasEntityTagCondition)
         {
-            await pending.WhenReady();
+            try
+            {
+                await pending.WhenNeededAsync(context.RequestAborted);
+            }
+            catch (OperationCanceledException) when (context.RequestAborted.IsCancellationRequested)
+            {
+                // The client left while its file was hashed: nothing to answer, nothing to retry.
+                return true;
+            }
         }
 
         FileResponsePlan plan = FileResponsePlan.Create(fileRequest, file, settings, reuseStrings, options.MaxRanges);

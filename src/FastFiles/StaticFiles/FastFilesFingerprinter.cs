@@ -1,3 +1,4 @@
+using FastFiles.Files;
 using Microsoft.AspNetCore.Http;
 
 namespace FastFiles.StaticFiles;
@@ -88,8 +89,9 @@ internal sealed class FastFilesFingerprinter : IFastFilesFingerprinter
 
         // Every segment escaped in full: PathString.ToUriComponent keeps a decoded "%3F" as it is, which would name
         // another file ("?" there).
-        // Without empty segments, so the Location never starts with "//" (another host, RFC 3986 4.2).
-        string escaped = "/" + string.Join('/', path.Value!.Split('/', StringSplitOptions.RemoveEmptyEntries).Select(Uri.EscapeDataString));
+        // Without empty segments, so the Location never starts with "//" (another host, RFC 3986 4.2); a trailing slash
+        // (a directory's default file) stays.
+        string escaped = string.Join('/', PathSafety.CollapseSlashes(path.Value!).Split('/').Select(Uri.EscapeDataString));
         for (int start = 1; start < queryString.Length;)
         {
             int amp = queryString.IndexOf('&', start);

@@ -98,7 +98,8 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             return null;
         }
 
-        // Keyed like a request whose prefix matched with its configured case.
+        // Keyed like a request whose prefix matched with its configured case, without empty segments.
+        subpath = PathSafety.CollapseSlashes(subpath);
         string key = _requestPathValue + subpath;
         CachedFile? entry = _cache.TryGet(key, out CachedFile? found) ? found
             : _cache.Build(key, subpath, _policy.SettingsFor(subpath, contentType), _options.EnablePrecompressedFiles);
@@ -109,7 +110,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
 
         if (hash.ETag is null && wait)
         {
-            await hash.WhenReady().WaitAsync(cancellationToken);
+            await hash.WhenNeededAsync(cancellationToken);
         }
 
         return hash.ETag;
@@ -164,7 +165,15 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             ContentHash? hash = entry.Identity.ContentHash;
             if (hash is { ETag: null })
             {
-                await hash.WhenReady();
+                try
+                {
+                    await hash.WhenNeededAsync(context.RequestAborted);
+                }
+                catch (OperationCanceledException) when (context.RequestAborted.IsCancellationRequested)
+                {
+                    // The client left while its file was hashed: nothing to answer.
+                    return;
+                }
             }
 
             if (hash?.ETag is { } current)
@@ -295,7 +304,9 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                 selected.UseContentHash(ContentHash.ForFile(selected.PhysicalPath, selected.Stamp, null, null, context.RequestAborted));
             }
 
-            FileResponseSettings settings = _policy.SettingsFor(subpath, contentType!) with { VaryAcceptEncoding = available != ContentCodings.None };
+            // As a cached entry's: a file dynamic compression would compress varies too, though no variant exists here.
+            bool vary = available != ContentCodings.None || _cache?.Compresses(contentType, opened.Length) == true;
+            FileResponseSettings settings = _policy.SettingsFor(subpath, contentType!) with { VaryAcceptEncoding = vary };
             await _responder.SendAsync(context, request, selected, settings);
         }
         finally

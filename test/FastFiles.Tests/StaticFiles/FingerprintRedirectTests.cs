@@ -18,6 +18,8 @@ public sealed class FingerprintRedirectTests
     // Empty segments go: "//sub/a.js" would be a network-path reference, host "sub" (RFC 3986 4.2).
     [InlineData("//sub/a.js", "?v=old", "/sub/a.js?v=vhi4X3f8Qe-_0a1b2c3d4e")]
     [InlineData("/app///sub//a.js", "?v=old", "/app/sub/a.js?v=vhi4X3f8Qe-_0a1b2c3d4e")]
+    // A directory's default file keeps its trailing slash (without it, one more redirect).
+    [InlineData("/hash/site/", "?v=old", "/hash/site/?v=vhi4X3f8Qe-_0a1b2c3d4e")]
     public void The_path_is_escaped_and_only_the_first_v_value_is_replaced(string path, string query, string expected)
     {
         string location = FastFilesFingerprinter.Redirect(new PathString(path), query, Tag);
