@@ -21,7 +21,7 @@ public static class FastFilesApplicationBuilderExtensions
     public static IApplicationBuilder UseFastSendFile(this IApplicationBuilder app)
     {
         ArgumentNullException.ThrowIfNull(app);
-        return app.UseMiddleware<FastSendFileMiddleware>(Options.Create(FastFilesConfiguration.FastFilesOptions(app.ApplicationServices)));
+        return app.UseMiddleware<FastSendFileMiddleware>(Options.Create(FastFilesConfiguration.ValidatedFastFilesOptions(app.ApplicationServices)));
     }
 
     /// <summary>
@@ -63,6 +63,6 @@ public static class FastFilesApplicationBuilderExtensions
             StaticAssetsCheck.WarnIfShadowed(services, services.GetRequiredService<ILoggerFactory>().CreateLogger("FastFiles.StaticFiles"));
             return next;
         });
-        return app.UseMiddleware<FastStaticFileMiddleware>(Options.Create(options), Options.Create(FastFilesConfiguration.FastFilesOptions(services)));
+        return app.UseMiddleware<FastStaticFileMiddleware>(Options.Create(options), Options.Create(FastFilesConfiguration.ValidatedFastFilesOptions(services)));
     }
 }

@@ -19,6 +19,22 @@ internal static class FastFilesConfiguration
 
     public static FastFilesOptions FastFilesOptions(IServiceProvider services) => FastFilesOptionsSource.FastFilesOptions(services);
 
+    /// <summary>
+    /// The options for a middleware added at start (<c>UseFastFiles</c>, <c>UseFastSendFile</c>): without
+    /// <c>AddFastFiles</c> (whose <c>ValidateOnStart</c> covers the rest) they are validated here, so an invalid value
+    /// stops the host at start there too. Results and endpoints resolve them per request and are not failed for it.
+    /// </summary>
+    public static FastFilesOptions ValidatedFastFilesOptions(IServiceProvider services)
+    {
+        FastFilesOptions options = FastFilesOptions(services);
+        if (!IsRegistered(services) && new FastFilesOptionsValidator().Validate(null, options) is { Failed: true } result)
+        {
+            throw new Microsoft.Extensions.Options.OptionsValidationException(Microsoft.Extensions.Options.Options.DefaultName, typeof(FastFilesOptions), result.Failures);
+        }
+
+        return options;
+    }
+
     public static FastStaticFileOptions StaticFileOptions(IServiceProvider services)
         => FastFilesOptionsSource.Resolve<FastStaticFileOptions>(services, StaticFilesSectionName);
 }

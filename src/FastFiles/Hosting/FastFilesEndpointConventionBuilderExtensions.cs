@@ -18,7 +18,8 @@ public static class FastFilesEndpointConventionBuilderExtensions
     /// endpoint keeps its own semantics (for <c>MapStaticAssets</c>: its manifest, fingerprinted routes, ETags,
     /// integrity, precompressed variants and headers) while the file bytes go through FastFiles' pipe copy. For
     /// <c>MapStaticAssets</c> endpoints, unconditional full GETs of assets up to <c>FastFilesOptions.MaxCachedFileSize</c>
-    /// are answered from memory with MapStaticAssets' own headers (not in Development, and not with
+    /// are answered from memory with MapStaticAssets' own headers (not while MapStaticAssets reloads changed assets at
+    /// run time, as it does for a build's manifest or with <c>ReloadStaticAssetsAtRuntime</c>, and not with
     /// <c>EnableFileCache</c> off). Works in any middleware order, since it is part of the endpoint.
     /// </summary>
     /// <typeparam name="TBuilder">The endpoint convention builder, for example <c>StaticAssetsEndpointConventionBuilder</c>.</typeparam>
@@ -40,7 +41,7 @@ public static class FastFilesEndpointConventionBuilderExtensions
             FastSendFileMiddleware? middleware = null;
             RequestDelegate send = context => (middleware ??= Create(inner, context.RequestServices)).Invoke(context);
             endpoint.RequestDelegate = endpoint.Metadata.OfType<StaticAssetDescriptor>().FirstOrDefault() is { } asset
-                ? StaticAssetMemoryResponder.Wrap(send, asset)
+                ? StaticAssetMemoryResponder.Wrap(send, asset, StaticAssetMemoryResponder.IsRuntimeReload(inner))
                 : send;
             endpoint.Metadata.Add(FastFilesEndpointMetadata.Instance);
         });

@@ -23,8 +23,9 @@ namespace FastFiles.Hosting;
 /// its bytes are read once, on first use, and kept only when they are the bytes the manifest describes: the manifest's
 /// strong ETag is the base64 SHA-256 of the content, checked here. A file replaced in place after that keeps being
 /// answered with the verified bytes, which agree with the headers sent; one that no longer matches when first read
-/// is left to the endpoint (MapStaticAssets' own behaviour) and named in a warning. Not used in Development, where
-/// MapStaticAssets rereads changed files.
+/// is left to the endpoint (MapStaticAssets' own behaviour) and named in a warning. Not used while MapStaticAssets
+/// reloads changed assets at run time (aspnetcore's <c>StaticAssetDevelopmentRuntimeHandler</c>: on for a build's
+/// manifest, or as <c>ReloadStaticAssetsAtRuntime</c> says), since it then answers with the file as it is now.
 /// </summary>
 internal sealed class StaticAssetMemoryResponder
 {
@@ -35,13 +36,15 @@ internal sealed class StaticAssetMemoryResponder
     private readonly string? _etag;
     private readonly long _length;
     private readonly List<KeyValuePair<string, string>> _headers = [];
+    private readonly bool _runtimeReload;
     private byte[]? _bytes;
     private int _state; // 0: not read yet, 1: in memory, -1: served by the endpoint
 
-    private StaticAssetMemoryResponder(RequestDelegate next, StaticAssetDescriptor asset)
+    private StaticAssetMemoryResponder(RequestDelegate next, StaticAssetDescriptor asset, bool runtimeReload)
     {
         _next = next;
         _asset = asset;
+        _runtimeReload = runtimeReload;
         EntityTagHeaderValue? etag = null;
         foreach (StaticAssetResponseHeader header in asset.ResponseHeaders)
         {
@@ -74,8 +77,65 @@ internal sealed class StaticAssetMemoryResponder
         _etag = etag?.ToString();
     }
 
-    public static RequestDelegate Wrap(RequestDelegate next, StaticAssetDescriptor asset)
-        => new StaticAssetMemoryResponder(next, asset).Invoke;
+    /// <param name="next">The endpoint's request delegate.</param>
+    /// <param name="asset">The endpoint's asset.</param>
+    /// <param name="runtimeReload">Whether <paramref name="next"/> is known to be MapStaticAssets' runtime reload wrapper.</param>
+    public static RequestDelegate Wrap(RequestDelegate next, StaticAssetDescriptor asset, bool runtimeReload)
+        => new StaticAssetMemoryResponder(next, asset, runtimeReload).Invoke;
+
+    /// <summary>
+    /// Whether an endpoint's delegate is the wrapper MapStaticAssets' runtime reload handler puts on every endpoint
+    /// when it is on (its first convention, so the delegate our convention finds unless an app's own convention came
+    /// in between).
+    /// </summary>
+    public static bool IsRuntimeReload(RequestDelegate endpoint)
+    {
+        for (Type? type = endpoint.Method.DeclaringType; type is not null; type = type.DeclaringType)
+        {
+            if (type.Name == "StaticAssetDevelopmentRuntimeHandler")
+            {
+                return true;
+            }
+        }
+
+        return false;
+    }
+
+    /// <summary>
+    /// As aspnetcore's <c>StaticAssetDevelopmentRuntimeHandler.IsEnabled</c>: <c>ReloadStaticAssetsAtRuntime</c> when
+    /// set, else on for a build's manifest. The manifest's type is read from the default manifest (the one
+    /// <c>MapStaticAssets()</c> loads without a path); one given by path is known only through the wrapper on its
+    /// endpoints (<see cref="IsRuntimeReload"/>).
+    /// </summary>
+    private bool ReloadsAtRuntime(IServiceProvider services, IWebHostEnvironment? environment)
+    {
+        if (bool.TryParse(services.GetService<IConfiguration>()?["ReloadStaticAssetsAtRuntime"], out bool configured))
+        {
+            return configured;
+        }
+
+        return _runtimeReload || (environment is not null && DefaultManifestIsBuild(environment.ApplicationName));
+    }
+
+    private static readonly System.Collections.Concurrent.ConcurrentDictionary<string, bool> BuildManifests = new(StringComparer.Ordinal);
+
+    private static bool DefaultManifestIsBuild(string applicationName)
+        => BuildManifests.GetOrAdd(Path.Combine(AppContext.BaseDirectory, applicationName + ".staticwebassets.endpoints.json"), static path =>
+        {
+            try
+            {
+                // "ManifestType" comes before the endpoints; reading the start of the file is enough.
+                using FileStream stream = File.OpenRead(path);
+                byte[] head = new byte[4096];
+                int read = stream.ReadAtLeast(head, head.Length, throwOnEndOfStream: false);
+                string text = System.Text.Encoding.UTF8.GetString(head, 0, read);
+                return System.Text.RegularExpressions.Regex.IsMatch(text, "\"ManifestType\"\\s*:\\s*\"Build\"", System.Text.RegularExpressions.RegexOptions.IgnoreCase);
+            }
+            catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+            {
+                return false;
+            }
+        });
 
     private Task Invoke(HttpContext context)
     {
@@ -137,16 +197,24 @@ internal sealed class StaticAssetMemoryResponder
             _state = -1;
             FastFilesOptions options = FastFilesConfiguration.FastFilesOptions(services);
             IWebHostEnvironment? environment = services.GetService<IWebHostEnvironment>();
-            string? development = services.GetService<IConfiguration>()?["EnableStaticAssetsDevelopment"];
-            bool developmentHandler = bool.TryParse(development, out bool enabled) ? enabled : environment?.IsDevelopment() == true;
             // Only a strong ETag in the build's SHA-256 form ("<44 base64 characters>") lets the bytes be checked.
-            if (!options.EnableFileCache || developmentHandler || _length > options.MaxCachedFileSize || _etag is not { Length: 46 } || _etag[0] != '"'
+            if (!options.EnableFileCache || ReloadsAtRuntime(services, environment) || _length > options.MaxCachedFileSize || _etag is not { Length: 46 } || _etag[0] != '"'
                 || environment?.WebRootFileProvider.GetFileInfo(_asset.AssetPath) is not { Exists: true, PhysicalPath: { } path } file)
             {
                 return null;
             }
 
-            byte[]? bytes = file.Length == _length ? File.ReadAllBytes(path) : null;
+            byte[]? bytes;
+            try
+            {
+                bytes = file.Length == _length ? File.ReadAllBytes(path) : null;
+            }
+            catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+            {
+                // Gone or unreadable now: the endpoint answers as it would without FastFiles (and tries again itself).
+                return null;
+            }
+
             if (bytes is null || bytes.LongLength != _length || !MatchesEntityTag(bytes))
             {
                 ILogger logger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Hosting") ?? NullLogger.Instance;

@@ -48,13 +48,7 @@ internal static class FastFilesOptionsSource
         }
 
         setups.AddRange(services.GetServices<IConfigureOptions<T>>());
-        var validators = new List<IValidateOptions<T>>(services.GetServices<IValidateOptions<T>>());
-        if (validators.Count == 0 && new FastFilesOptionsValidator() is IValidateOptions<T> validator)
-        {
-            validators.Add(validator);
-        }
-
-        return new OptionsFactory<T>(setups, services.GetServices<IPostConfigureOptions<T>>(), validators).Create(Options.DefaultName);
+        return new OptionsFactory<T>(setups, services.GetServices<IPostConfigureOptions<T>>()).Create(Options.DefaultName);
     }
 
     /// <summary>Registered by <c>AddFastFiles</c>: the container's options are bound from configuration.</summary>

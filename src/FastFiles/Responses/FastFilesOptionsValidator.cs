@@ -33,10 +33,11 @@ internal sealed class FastFilesOptionsValidator : IValidateOptions<FastFilesOpti
             failures.Add($"FastFiles:{nameof(options.FileCacheRevalidationInterval)} must not be negative (it is {options.FileCacheRevalidationInterval}).");
         }
 
-        // A cached body is one array.
-        if (options.MaxCachedFileSize > Array.MaxLength)
+        // A cached body is one array, and the cache holds none larger than its whole budget: a larger
+        // MaxCachedFileSize alone (long.MaxValue for "any size") is fine while the budget bounds it.
+        if (Math.Min(options.MaxCachedFileSize, options.FileCacheSizeLimit) > Array.MaxLength)
         {
-            failures.Add($"FastFiles:{nameof(options.MaxCachedFileSize)} must be at most {Array.MaxLength} bytes, the longest array .NET allows (it is {options.MaxCachedFileSize}).");
+            failures.Add($"FastFiles:{nameof(options.MaxCachedFileSize)} or FastFiles:{nameof(options.FileCacheSizeLimit)} must be at most {Array.MaxLength} bytes, the longest array .NET allows (they are {options.MaxCachedFileSize} and {options.FileCacheSizeLimit}).");
         }
 
         if (options.BrotliCompressionQuality is < 0 or > 11)

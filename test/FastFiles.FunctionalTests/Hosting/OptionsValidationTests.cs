@@ -2,6 +2,7 @@ using System.Net;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.FileProviders;
@@ -44,6 +45,41 @@ public sealed class OptionsValidationTests : IDisposable
             app => app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root) }),
             services => services.AddFastFiles(configure)));
         Assert.Contains("FastFiles:" + option, failure.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task A_per_file_limit_bounded_by_the_cache_budget_starts()
+    {
+        // "Any size": the budget (64 MiB by default) still bounds what one cached body may take.
+        byte[] file = _files.Create("a.bin", 100_000);
+        await using TestHost host = await TestHost.StartAsync(
+            app => app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root), ServeUnknownFileTypes = true }),
+            services => services.AddFastFiles(o => o.MaxCachedFileSize = long.MaxValue));
+        RawResponse response = await RawHttp.SendAsync(host.Http, "/a.bin");
+        Assert.Equal(200, response.Status);
+        Assert.Equal(file, response.Body);
+    }
+
+    [Fact]
+    public async Task Without_AddFastFiles_UseFastFiles_validates_at_start_and_results_are_not_failed_per_request()
+    {
+        // UseFastFiles resolves the options when the pipeline is built: the host stops there.
+        await Assert.ThrowsAsync<OptionsValidationException>(() => TestHost.StartAsync(
+            app => app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root) }),
+            services => services.Configure<FastFilesOptions>(o => o.MaxRanges = -1)));
+
+        // A results-only app resolves them on its first request; a value its results do not use must not turn every
+        // answer into a 500.
+        byte[] file = _files.Create("a.txt", 100);
+        await using TestHost host = await TestHost.StartAsync(
+            app => app.MapGet("/r", () => FastResults.File(_files.Root, "a.txt")),
+            services => services.Configure<FastFilesOptions>(o => o.GzipCompressionLevel = 0));
+        for (int i = 0; i < 2; i++)
+        {
+            RawResponse response = await RawHttp.SendAsync(host.Http, "/r");
+            Assert.Equal(200, response.Status);
+            Assert.Equal(file, response.Body);
+        }
     }
 
     [Fact]
