@@ -8,8 +8,9 @@ namespace FastFiles.Files;
 /// file or directory is opened), <c>openat(O_NONBLOCK)</c>, one <c>statx</c> of the descriptor (the type and stamp of
 /// what was opened), one <c>fcntl</c> to clear <c>O_NONBLOCK</c>, and <c>close</c> at the end. .NET's way
 /// (<c>File.OpenHandle</c>: <c>openat</c>, <c>fstat</c>, <c>flock(LOCK_SH)</c>, and <c>flock(LOCK_UN)</c> before
-/// <c>close</c>) blocks on a FIFO swapped in after the look, and with the same looks took two calls more
-/// (benchmarks/results/open-2026-11-26).
+/// <c>close</c>) blocks on a FIFO swapped in after the look, and costs one system call more per response with the same
+/// looks (a handle made from a descriptor pays one <c>lseek</c> on its first positional read;
+/// benchmarks/results/open-2026-11-26).
 /// </summary>
 /// <remarks>
 /// <para><c>O_NONBLOCK</c> makes the open of a FIFO return at once instead of waiting for a writer; the type is then
