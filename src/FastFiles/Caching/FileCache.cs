@@ -36,6 +36,9 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
     // Content hashes of files too large to hold are computed one at a time, off the request path, and abandoned
     // when the app stops.
     private readonly SemaphoreSlim _hashGate = new(1);
+
+    // Hashes a waiting request asked for run outside _hashGate (not behind other files'), at most this many at once.
+    private readonly SemaphoreSlim _neededGate = new(Math.Max(1, Environment.ProcessorCount));
     private readonly CancellationTokenSource _stopping = new();
     private long _bytesHeld;
     private long _generation;
@@ -172,6 +175,11 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         }
 
         Insert(entry);
+        if (HashFailed(entry))
+        {
+            Remove(entry);
+        }
+
         return entry;
     }
 
@@ -237,7 +245,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         }
 
         ContentHash? hash = null;
-        hash = ContentHash.ForFile(opened.PhysicalPath!, opened.Stamp, _hashGate, () => Forget(key, hash!), _stopping.Token);
+        hash = ContentHash.ForFile(opened.PhysicalPath!, opened.Stamp, _hashGate, _neededGate, () => Forget(key, hash!), _stopping.Token);
         hash.Start();
         return hash;
     }
@@ -247,11 +255,19 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
     // as long as it stayed cached.
     private void Forget(string key, ContentHash hash)
     {
-        if (_entries.TryGetValue(key, out CachedFile? entry) && ReferenceEquals(entry.Identity.ContentHash, hash))
+        if (_entries.TryGetValue(key, out CachedFile? entry) && Holds(entry, hash))
         {
             Remove(entry);
         }
     }
+
+    // The identity's hash or a precompressed sidecar's.
+    private static bool Holds(CachedFile entry, ContentHash hash)
+        => ReferenceEquals(entry.Identity.ContentHash, hash) || Array.Exists(entry.Variants, v => ReferenceEquals(v?.ContentHash, hash));
+
+    // A hash that failed before its entry was stored found nothing to drop: drop it now.
+    private static bool HashFailed(CachedFile entry)
+        => entry.Identity.ContentHash is { Failed: true } || Array.Exists(entry.Variants, v => v?.ContentHash is { Failed: true });
 
     private static bool StillCurrent(CachedFile entry)
     {

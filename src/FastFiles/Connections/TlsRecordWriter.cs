@@ -189,11 +189,17 @@ internal sealed class TlsRecordWriter : PipeWriter
 
             return _broken ? Closed : Canceled;
         }
-        catch
+        catch (Exception ex)
         {
             // The buffers already written went back to the pool: only the rest stay listed (Complete returns those), so
-            // no block is returned twice and handed to two connections at once.
+            // no block is returned twice and handed to two connections at once. A write that failed part-way may have
+            // cut a record short: nothing more goes out.
             _filled.RemoveRange(0, sent);
+            if (writing)
+            {
+                Break(ex);
+            }
+
             throw;
         }
         finally

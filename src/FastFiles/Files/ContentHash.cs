@@ -27,6 +27,7 @@ internal sealed class ContentHash
     private readonly string? _path;
     private readonly FileStamp _stamp;
     private readonly SemaphoreSlim? _gate;
+    private readonly SemaphoreSlim? _neededGate;
     private readonly CancellationToken _stopping;
     private readonly Action? _changed;
     private string? _etag;
@@ -41,11 +42,12 @@ internal sealed class ContentHash
         _running = Task.CompletedTask;
     }
 
-    private ContentHash(string path, FileStamp stamp, SemaphoreSlim? gate, Action? changed, CancellationToken stopping)
+    private ContentHash(string path, FileStamp stamp, SemaphoreSlim? gate, SemaphoreSlim? neededGate, Action? changed, CancellationToken stopping)
     {
         _path = path;
         _stamp = stamp;
         _gate = gate;
+        _neededGate = neededGate;
         _changed = changed;
         _stopping = stopping;
     }
@@ -64,10 +66,15 @@ internal sealed class ContentHash
     /// <summary>
     /// The tag of the file at <paramref name="path"/> as of <paramref name="stamp"/>, computed on the thread pool when
     /// <see cref="Start"/> or <see cref="WhenReady"/> is first called, one file at a time per <paramref name="gate"/>.
-    /// <paramref name="changed"/> runs when the file turned out not to be that version any more.
+    /// <paramref name="changed"/> runs when the file turned out not to be that version any more. A hash started early
+    /// for a waiting request (see <see cref="WhenNeededAsync"/>) does not wait for <paramref name="gate"/> but for a
+    /// turn of <paramref name="neededGate"/>, when given.
     /// </summary>
-    public static ContentHash ForFile(string path, FileStamp stamp, SemaphoreSlim? gate, Action? changed, CancellationToken stopping)
-        => new(path, stamp, gate, changed, stopping);
+    public static ContentHash ForFile(string path, FileStamp stamp, SemaphoreSlim? gate, SemaphoreSlim? neededGate, Action? changed, CancellationToken stopping)
+        => new(path, stamp, gate, neededGate, changed, stopping);
+
+    /// <summary>Whether the computation has ended without a tag (the file changed while read, or could not be read).</summary>
+    public bool Failed => Volatile.Read(ref _running) is { IsCompleted: true } && ETag is null;
 
     /// <summary>Starts computing the tag in the background if nobody has yet.</summary>
     public void Start() => _ = WhenReady();
@@ -163,6 +170,7 @@ internal sealed class ContentHash
     private async Task ComputeAsync()
     {
         bool entered = false;
+        SemaphoreSlim? neededEntered = null;
         try
         {
             if (_gate is not null)
@@ -178,8 +186,14 @@ internal sealed class ContentHash
                 }
                 else
                 {
-                    // A request waits for this tag: hash it now, and give back the turn when it comes.
+                    // A request waits for this tag: hash it now, among at most a few such, and give back the turn when
+                    // it comes.
                     _ = turn.ContinueWith(static (t, gate) => ((SemaphoreSlim)gate!).Release(), _gate, CancellationToken.None, TaskContinuationOptions.OnlyOnRanToCompletion, TaskScheduler.Default);
+                    if (_neededGate is not null)
+                    {
+                        await _neededGate.WaitAsync(_stopping).ConfigureAwait(false);
+                        neededEntered = _neededGate;
+                    }
                 }
             }
 
@@ -209,6 +223,8 @@ internal sealed class ContentHash
             {
                 _gate!.Release();
             }
+
+            neededEntered?.Release();
         }
     }
 }

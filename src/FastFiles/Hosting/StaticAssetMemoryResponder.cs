@@ -84,15 +84,31 @@ internal sealed class StaticAssetMemoryResponder
         => new StaticAssetMemoryResponder(next, asset, runtimeReload).Invoke;
 
     /// <summary>
-    /// Whether an endpoint's delegate is the wrapper MapStaticAssets' runtime reload handler puts on every endpoint
-    /// when it is on (its first convention, so the delegate our convention finds unless an app's own convention came
-    /// in between).
+    /// Whether an endpoint's delegate is, or wraps, the wrapper MapStaticAssets' runtime reload handler puts on every
+    /// endpoint when it is on (its first convention). An app's own convention between <c>MapStaticAssets</c> and
+    /// <c>WithFastFiles</c> wraps it in turn, so the delegates a closure holds are looked through (a few levels, once
+    /// per endpoint when endpoints are built).
     /// </summary>
-    public static bool IsRuntimeReload(RequestDelegate endpoint)
+    public static bool IsRuntimeReload(Delegate endpoint) => WrapsRuntimeReload(endpoint, depth: 0, []);
+
+    private static bool WrapsRuntimeReload(Delegate endpoint, int depth, HashSet<object> seen)
     {
         for (Type? type = endpoint.Method.DeclaringType; type is not null; type = type.DeclaringType)
         {
             if (type.Name == "StaticAssetDevelopmentRuntimeHandler")
+            {
+                return true;
+            }
+        }
+
+        if (depth >= 8 || endpoint.Target is not { } target || !seen.Add(target))
+        {
+            return false;
+        }
+
+        foreach (System.Reflection.FieldInfo field in target.GetType().GetFields(System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.Public | System.Reflection.BindingFlags.NonPublic))
+        {
+            if (typeof(Delegate).IsAssignableFrom(field.FieldType) && field.GetValue(target) is Delegate inner && WrapsRuntimeReload(inner, depth + 1, seen))
             {
                 return true;
             }
@@ -198,7 +214,7 @@ internal sealed class StaticAssetMemoryResponder
             FastFilesOptions options = FastFilesConfiguration.FastFilesOptions(services);
             IWebHostEnvironment? environment = services.GetService<IWebHostEnvironment>();
             // Only a strong ETag in the build's SHA-256 form ("<44 base64 characters>") lets the bytes be checked.
-            if (!options.EnableFileCache || ReloadsAtRuntime(services, environment) || _length > options.MaxCachedFileSize || _etag is not { Length: 46 } || _etag[0] != '"'
+            if (!options.EnableFileCache || ReloadsAtRuntime(services, environment) || _length > Math.Min(options.MaxCachedFileSize, options.FileCacheSizeLimit) || _etag is not { Length: 46 } || _etag[0] != '"'
                 || environment?.WebRootFileProvider.GetFileInfo(_asset.AssetPath) is not { Exists: true, PhysicalPath: { } path } file)
             {
                 return null;

@@ -163,7 +163,7 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
             {
                 // Not cached (no file cache, or its entry went stale): as UseFastFiles, the hash is computed only if a
                 // condition needs it, so the tag is the cached one.
-                file.UseContentHash(ContentHash.ForFile(file.PhysicalPath, file.Stamp, null, null, httpContext.RequestAborted));
+                file.UseContentHash(ContentHash.ForFile(file.PhysicalPath, file.Stamp, null, null, null, httpContext.RequestAborted));
             }
 
             await responder.SendAsync(httpContext, file, Settings());

@@ -17,8 +17,10 @@ public sealed class RuntimeReloadTests : IDisposable
 
     public void Dispose() => _files.Dispose();
 
-    [Fact]
-    public async Task A_changed_asset_under_a_build_manifest_is_answered_as_plain_MapStaticAssets_answers_it()
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public async Task A_changed_asset_under_a_build_manifest_is_answered_as_plain_MapStaticAssets_answers_it(bool appConvention)
     {
         string webRoot = Path.Combine(_files.Root, "wwwroot");
         byte[] v1 = Encoding.UTF8.GetBytes(string.Concat(Enumerable.Repeat("body { color: #123456; margin: 0 auto; }\n", 60)));
@@ -28,7 +30,24 @@ public sealed class RuntimeReloadTests : IDisposable
         File.WriteAllText(manifest, File.ReadAllText(manifest).Replace("\"ManifestType\":\"Publish\"", "\"ManifestType\":\"Build\"", StringComparison.Ordinal));
 
         await using TestHost plain = await TestHost.StartAsync(app => app.MapStaticAssets(manifest), webRoot: webRoot, contentRoot: _files.Root);
-        await using TestHost fast = await TestHost.StartAsync(app => app.MapStaticAssets(manifest).WithFastFiles(), webRoot: webRoot, contentRoot: _files.Root);
+        await using TestHost fast = await TestHost.StartAsync(
+            app =>
+            {
+                var assets = app.MapStaticAssets(manifest);
+                if (appConvention)
+                {
+                    // An app's own wrapper between MapStaticAssets and WithFastFiles hides the reload handler's.
+                    assets.Add(endpoint =>
+                    {
+                        Microsoft.AspNetCore.Http.RequestDelegate inner = endpoint.RequestDelegate!;
+                        endpoint.RequestDelegate = context => inner(context);
+                    });
+                }
+
+                assets.WithFastFiles();
+            },
+            webRoot: webRoot,
+            contentRoot: _files.Root);
         foreach (TestHost host in new[] { plain, fast })
         {
             using HttpResponseMessage first = await host.SendAsync(Transport.Http11, "/css/site.css");

@@ -20,10 +20,11 @@ public sealed class ContentHashWaitTests : IDisposable
     [Fact]
     public async Task A_conditional_request_does_not_wait_for_another_files_hash()
     {
-        // Sparse: 3 GiB of zeros to hash, no disk used. Both files are over MaxCachedFileSize, so hashed in the background.
+        // Sparse: 16 GiB of zeros to hash (several seconds at any SHA-256 speed), no disk used. Both files are over
+        // MaxCachedFileSize, so hashed in the background.
         using (FileStream big = File.Create(_files.PathOf("big.iso")))
         {
-            big.SetLength(3L * 1024 * 1024 * 1024);
+            big.SetLength(16L * 1024 * 1024 * 1024);
         }
 
         byte[] first = _files.Create("other.bin", 200_000);

@@ -215,6 +215,8 @@ public sealed class TlsRecordWriterTests
         var writer = new TlsRecordWriter(new FailingSecondWriteStream(), new Pipe().Writer);
         writer.Write(Random(3 * Record, 14));
         await Assert.ThrowsAsync<IOException>(async () => await writer.FlushAsync());
+        // The failed write may have cut a record short: nothing more may go out after it.
+        Assert.True(writer.Broken);
         writer.Complete();
 
         int retained = TlsRecordWriter.BlockPool.Retained;

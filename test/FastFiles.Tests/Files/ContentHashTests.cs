@@ -62,7 +62,7 @@ public sealed class ContentHashTests : IDisposable
         File.WriteAllBytes(next, new byte[100_000]);
         File.Move(next, _path, overwrite: true);
         bool changed = false;
-        ContentHash hash = ContentHash.ForFile(_path, stamp, null, () => changed = true, CancellationToken.None);
+        ContentHash hash = ContentHash.ForFile(_path, stamp, null, null, () => changed = true, CancellationToken.None);
         await hash.WhenReady();
         Assert.Null(hash.ETag);
         Assert.True(changed);
