@@ -53,11 +53,11 @@ public sealed class TlsRecordCoalescingTests : IDisposable
 
     /// <summary>
     /// An app's write cancelled by its own token while it waits for a client that does not read, then one more write.
-    /// Either the connection ends (Kestrel aborts it when its writer's flush throws) and the client gets a prefix of
-    /// what was written up to the cancelled write, or, when Kestrel refused the write before it reached the connection,
-    /// the response goes on with exactly the writes that completed. Never a hole on a connection that goes on: the
-    /// writer used to report the cancel as IsCanceled and drop the rest of the write, and the next write then followed
-    /// the hole.
+    /// A cancelled write may have gone out whole or not at all (Kestrel may refuse it before it reaches the connection,
+    /// or the cancel may come once its bytes are in the socket), or the connection ends part-way through it (Kestrel
+    /// aborts when its writer's flush throws). Never a hole followed by more bytes: the writer used to report a cancel
+    /// part-way as IsCanceled and drop the rest of the write, and the next write then followed the hole on a connection
+    /// that went on.
     /// </summary>
     [Theory]
     [InlineData(false, false)]
@@ -67,7 +67,7 @@ public sealed class TlsRecordCoalescingTests : IDisposable
     {
         const int BlockSize = 64 * 1024;
         const int Last = 255;
-        var app = new TaskCompletionSource<(int Cancelled, bool Aborted)>(TaskCreationOptions.RunContinuationsAsynchronously);
+        var app = new TaskCompletionSource<int>(TaskCreationOptions.RunContinuationsAsynchronously);
         await using TestHost host = await TestHost.StartAsync(
             a => a.MapGet("/cancel", async (HttpContext context) =>
             {
@@ -98,6 +98,7 @@ public sealed class TlsRecordCoalescingTests : IDisposable
                     }
                 }
 
+                app.TrySetResult(cancelled);
                 try
                 {
                     await context.Response.Body.WriteAsync(Block(Last));
@@ -105,10 +106,6 @@ public sealed class TlsRecordCoalescingTests : IDisposable
                 catch (Exception ex) when (ex is OperationCanceledException or IOException or InvalidOperationException)
                 {
                 }
-
-                // Kestrel signals RequestAborted from the thread pool after an abort: wait for it, bounded.
-                bool aborted = await Task.Delay(TimeSpan.FromSeconds(10), context.RequestAborted).ContinueWith(t => t.IsCanceled);
-                app.TrySetResult((cancelled, aborted));
             }),
             configureTls: stage
                 ? l => l.UseTlsRecordCoalescing().UseHttp2TlsOutputStage(o => o.Mode = Http2TlsOutputStageMode.AllProtocols)
@@ -120,18 +117,20 @@ public sealed class TlsRecordCoalescingTests : IDisposable
         await tls.AuthenticateAsClientAsync(new SslClientAuthenticationOptions { TargetHost = "localhost", ApplicationProtocols = [SslApplicationProtocol.Http11] });
         await tls.WriteAsync(Encoding.ASCII.GetBytes("GET /cancel HTTP/1.1\r\nHost: localhost\r\n\r\n"));
 
-        // Not reading until the app is done: its writes wait for the client.
-        (int cancelled, bool aborted) = await app.Task.WaitAsync(TimeSpan.FromSeconds(60));
+        // Not reading until a write was cancelled: the app's writes wait for the client.
+        int cancelled = await app.Task.WaitAsync(TimeSpan.FromSeconds(60));
         Assert.True(cancelled >= 0, "no write was cancelled");
 
-        // Read to the end of the connection or, on one that goes on, to the end of the chunked body.
+        // Read to the end of the connection or, on one that goes on, to the end of the chunked body. A Content-Length
+        // response short of its length always ends the connection.
         var received = new MemoryStream();
         byte[] buffer = new byte[64 * 1024];
+        bool complete = false;
         try
         {
             int n;
             using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(60));
-            while (!(chunked && !aborted && received.Length >= 5 && received.GetBuffer().AsSpan(0, (int)received.Length).EndsWith("0\r\n\r\n"u8))
+            while (!(complete = chunked && received.Length >= 5 && received.GetBuffer().AsSpan(0, (int)received.Length).EndsWith("0\r\n\r\n"u8))
                 && (n = await tls.ReadAsync(buffer, bound.Token)) > 0)
             {
                 received.Write(buffer, 0, n);
@@ -139,15 +138,14 @@ public sealed class TlsRecordCoalescingTests : IDisposable
         }
         catch (IOException)
         {
-            // A reset after the abort.
+            // A reset after an abort.
         }
 
         byte[] bytes = received.ToArray();
         int head = bytes.AsSpan().IndexOf("\r\n\r\n"u8);
         if (head < 0)
         {
-            // The reset may discard what the client had not read yet.
-            Assert.True(aborted, "no response on a connection that was not aborted");
+            // A reset may discard what the client had not read yet.
             Assert.True(bytes.Length < 4096, "bytes without a response head");
             return;
         }
@@ -158,20 +156,11 @@ public sealed class TlsRecordCoalescingTests : IDisposable
             body = Dechunk(body);
         }
 
-        if (aborted)
-        {
-            // A prefix of what was written up to and including the cancelled write, and nothing after it.
-            byte[] upTo = Enumerable.Range(0, cancelled + 1).SelectMany(Block).ToArray();
-            Assert.True(body.Length <= upTo.Length, $"{body.Length} bytes after an abort at write {cancelled}");
-            Assert.True(body.AsSpan().SequenceEqual(upTo.AsSpan(0, body.Length)), "the body received is not a prefix of the one written");
-        }
-        else
-        {
-            // Kestrel refused the cancelled write before it reached the connection: exactly the completed writes, whole.
-            Assert.True(chunked, "a Content-Length response short of its length was not aborted");
-            byte[] completed = Enumerable.Range(0, cancelled).Append(Last).SelectMany(Block).ToArray();
-            Assert.True(body.AsSpan().SequenceEqual(completed), $"a connection that went on carried {body.Length} body bytes, not the {completed.Length} of the completed writes");
-        }
+        // The cancelled write whole or absent, then the last one; or a prefix of either, when the connection ended.
+        byte[] withIt = Enumerable.Range(0, cancelled + 1).Append(Last).SelectMany(Block).ToArray();
+        byte[] withoutIt = Enumerable.Range(0, cancelled).Append(Last).SelectMany(Block).ToArray();
+        bool Fits(byte[] expected) => complete ? body.AsSpan().SequenceEqual(expected) : body.Length <= expected.Length && body.AsSpan().SequenceEqual(expected.AsSpan(0, body.Length));
+        Assert.True(Fits(withIt) || Fits(withoutIt), $"{body.Length} body bytes (complete: {complete}) are not the writes up to the cancelled one ({cancelled}), whole or absent, then the last: a hole");
 
         static byte[] Block(int index)
         {
