@@ -129,4 +129,7 @@ public sealed class FastFilesOptions
     public int GzipCompressionLevel { get; set; } = 6;
 
     internal int EffectiveBufferSize => Math.Clamp(BufferSize, MinBufferSize, MaxBufferSize);
+
+    /// <summary>The longest body the content cache holds in memory: none is larger than the whole budget either.</summary>
+    internal long LargestCachedBody => Math.Min(MaxCachedFileSize, FileCacheSizeLimit);
 }

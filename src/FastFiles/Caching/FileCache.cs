@@ -94,8 +94,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         {
             if (!StillCurrent(entry))
             {
-                Remove(entry);
-                _metrics.Invalidated();
+                Invalidate(entry);
                 return false;
             }
 
@@ -200,7 +199,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
 
     private FileVersion Snapshot(string key, FileVersion opened, ref bool torn)
     {
-        if (opened.Length > _options.MaxCachedFileSize || opened.Length > _options.FileCacheSizeLimit)
+        if (opened.Length > _options.LargestCachedBody)
         {
             // Bodies read from disk per request: keep this descriptor so those requests skip open and close.
             SharedFileHandle? shared = opened.Length > 0 && ReserveHandle() ? new SharedFileHandle(opened.TakeHandle()!) : null;
@@ -262,12 +261,14 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
     }
 
     // The identity's hash or a precompressed sidecar's.
-    private static bool Holds(CachedFile entry, ContentHash hash)
-        => ReferenceEquals(entry.Identity.ContentHash, hash) || Array.Exists(entry.Variants, v => ReferenceEquals(v?.ContentHash, hash));
+    private static bool Holds(CachedFile entry, ContentHash hash) => AnyHash(entry, h => ReferenceEquals(h, hash));
 
     // A hash that failed before its entry was stored found nothing to drop: drop it now.
-    private static bool HashFailed(CachedFile entry)
-        => entry.Identity.ContentHash is { Failed: true } || Array.Exists(entry.Variants, v => v?.ContentHash is { Failed: true });
+    private static bool HashFailed(CachedFile entry) => AnyHash(entry, static h => h.Failed);
+
+    private static bool AnyHash(CachedFile entry, Func<ContentHash, bool> match)
+        => entry.Identity.ContentHash is { } identity && match(identity)
+            || Array.Exists(entry.Variants, v => v?.ContentHash is { } variant && match(variant));
 
     private static bool StillCurrent(CachedFile entry)
     {
@@ -454,8 +455,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
             {
                 if (pair.Key.StartsWith(prefix, StringComparison.Ordinal))
                 {
-                    Remove(pair.Value);
-                    _metrics.Invalidated();
+                    Invalidate(pair.Value);
                 }
             }
         }
@@ -468,8 +468,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         if (_entries.TryGetValue(directoryKey, out CachedFile? entry)
             && string.Equals(entry.Identity.PhysicalPath, _source.MapPath(relative), StringComparison.Ordinal))
         {
-            Remove(entry);
-            _metrics.Invalidated();
+            Invalidate(entry);
             return true;
         }
 
@@ -480,12 +479,17 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
     {
         if (_entries.TryGetValue(key, out CachedFile? entry))
         {
-            Remove(entry);
-            _metrics.Invalidated();
+            Invalidate(entry);
             return true;
         }
 
         return false;
+    }
+
+    private void Invalidate(CachedFile entry)
+    {
+        Remove(entry);
+        _metrics.Invalidated();
     }
 
     private void Clear()

@@ -167,40 +167,36 @@ internal sealed class TlsRecordWriter : PipeWriter
             await _ssl.FlushAsync(cancellation.Token);
             return Done;
         }
-        catch (OperationCanceledException) when (cancellation.IsCancellationRequested)
+        catch (Exception ex)
         {
-            _flushCancellation = null;
-            cancellation.Dispose();
-            _cancelRequested = false;
+            // The buffers already written went back to the pool: only the rest stay listed (Complete returns those), so
+            // no block is returned twice and handed to two connections at once. A write that failed or was cancelled
+            // part-way may have cut a record short: nothing more goes out.
+            bool canceled = ex is OperationCanceledException && cancellation.IsCancellationRequested;
             _filled.RemoveRange(0, sent);
             if (writing)
             {
-                Break(new OperationCanceledException("A TLS write was cancelled part-way; the record it was writing may be cut short."));
+                Break(canceled ? new OperationCanceledException("A TLS write was cancelled part-way; the record it was writing may be cut short.") : ex);
             }
             else
             {
                 _unflushed = Queued();
             }
 
+            if (!canceled)
+            {
+                throw;
+            }
+
+            _flushCancellation = null;
+            cancellation.Dispose();
+            _cancelRequested = false;
             if (cancellationToken.IsCancellationRequested)
             {
                 throw;
             }
 
             return _broken ? Closed : Canceled;
-        }
-        catch (Exception ex)
-        {
-            // The buffers already written went back to the pool: only the rest stay listed (Complete returns those), so
-            // no block is returned twice and handed to two connections at once. A write that failed part-way may have
-            // cut a record short: nothing more goes out.
-            _filled.RemoveRange(0, sent);
-            if (writing)
-            {
-                Break(ex);
-            }
-
-            throw;
         }
         finally
         {

@@ -115,12 +115,34 @@ internal sealed class ContentHash
 
         if (_gate is not null)
         {
-            Interlocked.CompareExchange(ref _needed, new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously), null);
-            _needed.TrySetResult();
+            Needed().TrySetResult();
         }
 
         return running.WaitAsync(cancellationToken);
     }
+
+    /// <summary>
+    /// <see cref="WhenNeededAsync"/> for a request: false, instead of an exception, when the client left first
+    /// (<paramref name="requestAborted"/>); there is then nothing to answer.
+    /// </summary>
+    public async Task<bool> WhenNeededByAsync(CancellationToken requestAborted)
+    {
+        try
+        {
+            await WhenNeededAsync(requestAborted);
+            return true;
+        }
+        catch (OperationCanceledException) when (requestAborted.IsCancellationRequested)
+        {
+            return false;
+        }
+    }
+
+    // The signal that a request waits, made by whichever side (a waiting request, the computation) comes first.
+    private TaskCompletionSource Needed()
+        => Volatile.Read(ref _needed)
+            ?? Interlocked.CompareExchange(ref _needed, new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously), null)
+            ?? _needed!;
 
     /// <summary>Formats a SHA-256 digest as a quoted entity tag.</summary>
     internal static string Format(ReadOnlySpan<byte> sha256)
@@ -176,10 +198,7 @@ internal sealed class ContentHash
             if (_gate is not null)
             {
                 Task turn = _gate.WaitAsync(_stopping);
-                TaskCompletionSource needed = Volatile.Read(ref _needed)
-                    ?? Interlocked.CompareExchange(ref _needed, new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously), null)
-                    ?? _needed;
-                if (await Task.WhenAny(turn, needed.Task).ConfigureAwait(false) == turn)
+                if (await Task.WhenAny(turn, Needed().Task).ConfigureAwait(false) == turn)
                 {
                     await turn.ConfigureAwait(false);
                     entered = true;

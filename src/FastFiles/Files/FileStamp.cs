@@ -72,10 +72,17 @@ internal readonly partial record struct FileStamp(ulong Device, ulong Inode, lon
             }
         }
 
-        long length = RandomAccess.GetLength(handle);
-        long ticks = File.GetLastWriteTimeUtc(handle).Ticks;
-        long nanos = unchecked((ticks - DateTime.UnixEpoch.Ticks) * 100);
-        return new FileStamp(0, 0, length, nanos, nanos, false, ticks);
+        return FromTicks(RandomAccess.GetLength(handle), File.GetLastWriteTimeUtc(handle).Ticks);
+    }
+
+    /// <summary>
+    /// A file's stamp where only its length and modification time are known (no statx, a file provider): the
+    /// nanoseconds are derived from the UTC ticks, and stand for the change time too.
+    /// </summary>
+    public static FileStamp FromTicks(long length, long utcTicks)
+    {
+        long nanos = unchecked((utcTicks - DateTime.UnixEpoch.Ticks) * 100);
+        return new FileStamp(0, 0, length, nanos, nanos, false, utcTicks);
     }
 
     /// <summary>Whether statx(2) is there (glibc 2.28 or later); checked on first use.</summary>
@@ -166,9 +173,7 @@ internal readonly partial record struct FileStamp(ulong Device, ulong Inode, lon
         var info = new FileInfo(path);
         if (info.Exists)
         {
-            long ticks = info.LastWriteTimeUtc.Ticks;
-            long nanos = unchecked((ticks - DateTime.UnixEpoch.Ticks) * 100);
-            stamp = new FileStamp(0, 0, info.Length, nanos, nanos, false, ticks);
+            stamp = FromTicks(info.Length, info.LastWriteTimeUtc.Ticks);
             return true;
         }
 

@@ -105,14 +105,17 @@ internal sealed class FileVersion : IDisposable
     /// <summary>As <see cref="OpenHandle(string)"/>, with the stamp of the opened descriptor (fstat, not the path).</summary>
     public static SafeFileHandle OpenHandle(string path, out FileStamp stamp)
     {
-        if (RegularFileOpener.Supported && RegularFileOpener.Open(path, out stamp) is { } opened)
-        {
-            return opened;
-        }
-
+        // Nothing but a file or a directory is opened: opening some devices acts (a watchdog starts, a tape rewinds),
+        // and a symbolic link under a root could point at one. On Linux the type is read again from the descriptor
+        // (RegularFileOpener), so nothing swapped in after this look is served or waited on.
         if (!FileStamp.TryGet(path, out _))
         {
             throw new FileNotFoundException("Not a regular file.", path);
+        }
+
+        if (RegularFileOpener.Supported && RegularFileOpener.Open(path, out stamp) is { } opened)
+        {
+            return opened;
         }
 
         SafeFileHandle handle = File.OpenHandle(path, FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete);
@@ -129,10 +132,7 @@ internal sealed class FileVersion : IDisposable
     }
 
     public static FileVersion FromProvider(IFileInfo fileInfo, string? contentEncoding)
-    {
-        long nanos = unchecked((fileInfo.LastModified.UtcTicks - DateTime.UnixEpoch.Ticks) * 100);
-        return new FileVersion(null, null, fileInfo, new FileStamp(0, 0, fileInfo.Length, nanos, nanos, false, fileInfo.LastModified.UtcTicks), contentEncoding, null);
-    }
+        => new(null, null, fileInfo, FileStamp.FromTicks(fileInfo.Length, fileInfo.LastModified.UtcTicks), contentEncoding, null);
 
     /// <summary>
     /// A copy for the cache without this instance's handle, sharing its header strings, optionally with its bytes

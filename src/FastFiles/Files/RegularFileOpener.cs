@@ -4,9 +4,10 @@ using Microsoft.Win32.SafeHandles;
 namespace FastFiles.Files;
 
 /// <summary>
-/// Opens a regular file for reading and reads its stamp from the descriptor: a <c>statx</c> of the path (nothing but a
-/// file or directory is opened), <c>openat(O_NONBLOCK)</c>, one <c>statx</c> of the descriptor (the type and stamp of
-/// what was opened), one <c>fcntl</c> to clear <c>O_NONBLOCK</c>, and <c>close</c> at the end. .NET's way
+/// Opens a regular file for reading and reads its stamp from the descriptor, after the caller's <c>statx</c> of the path
+/// (<c>FileVersion.OpenHandle</c>: nothing but a file or directory is opened): <c>openat(O_NONBLOCK)</c>, one
+/// <c>statx</c> of the descriptor (the type and stamp of what was opened), one <c>fcntl</c> to clear
+/// <c>O_NONBLOCK</c>, and <c>close</c> at the end. .NET's way
 /// (<c>File.OpenHandle</c>: <c>openat</c>, <c>fstat</c>, <c>flock(LOCK_SH)</c>, and <c>flock(LOCK_UN)</c> before
 /// <c>close</c>) blocks on a FIFO swapped in after the look, and costs one system call more per response with the same
 /// looks (a handle made from a descriptor pays one <c>lseek</c> on its first positional read;
@@ -52,20 +53,8 @@ internal static partial class RegularFileOpener
     /// <returns>The handle, or <see langword="null"/> (nothing held) when statx(2) turned out to be missing.</returns>
     public static SafeFileHandle? Open(string path, out FileStamp stamp)
     {
-        // A device node is refused before it is opened: opening some acts (a watchdog starts, a tape rewinds), and a
-        // symbolic link under a root could point at one. The type is read again from the descriptor below, so nothing
-        // swapped in after this look is served, and O_NONBLOCK keeps a FIFO swapped in from blocking the open.
-        if (!FileStamp.TryGet(path, out _))
-        {
-            stamp = default;
-            if (!FileStamp.StatxAvailable)
-            {
-                return null;
-            }
-
-            throw new FileNotFoundException("Not a regular file.", path);
-        }
-
+        // The caller has looked at the path (FileVersion.OpenHandle: no device node is opened). The type is read again
+        // from the descriptor below, and O_NONBLOCK keeps a FIFO swapped in since from blocking the open.
         int fd;
         while ((fd = OpenAt(AtFdCwd, path, OpenFlags, 0)) < 0)
         {

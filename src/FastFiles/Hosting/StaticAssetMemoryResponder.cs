@@ -214,7 +214,7 @@ internal sealed class StaticAssetMemoryResponder
             FastFilesOptions options = FastFilesConfiguration.FastFilesOptions(services);
             IWebHostEnvironment? environment = services.GetService<IWebHostEnvironment>();
             // Only a strong ETag in the build's SHA-256 form ("<44 base64 characters>") lets the bytes be checked.
-            if (!options.EnableFileCache || ReloadsAtRuntime(services, environment) || _length > Math.Min(options.MaxCachedFileSize, options.FileCacheSizeLimit) || _etag is not { Length: 46 } || _etag[0] != '"'
+            if (!options.EnableFileCache || ReloadsAtRuntime(services, environment) || _length > options.LargestCachedBody || _etag is not { Length: 46 } || _etag[0] != '"'
                 || environment?.WebRootFileProvider.GetFileInfo(_asset.AssetPath) is not { Exists: true, PhysicalPath: { } path } file)
             {
                 return null;

@@ -35,7 +35,7 @@ internal sealed class FastFilesOptionsValidator : IValidateOptions<FastFilesOpti
 
         // A cached body is one array, and the cache holds none larger than its whole budget: a larger
         // MaxCachedFileSize alone (long.MaxValue for "any size") is fine while the budget bounds it.
-        if (Math.Min(options.MaxCachedFileSize, options.FileCacheSizeLimit) > Array.MaxLength)
+        if (options.LargestCachedBody > Array.MaxLength)
         {
             failures.Add($"FastFiles:{nameof(options.MaxCachedFileSize)} or FastFiles:{nameof(options.FileCacheSizeLimit)} must be at most {Array.MaxLength} bytes, the longest array .NET allows (they are {options.MaxCachedFileSize} and {options.FileCacheSizeLimit}).");
         }

@@ -65,17 +65,11 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
         // A content-hash ETag still being computed: entity-tag conditions wait for it, so they are only ever compared
         // with the real tag; unconditional responses go out without an ETag meanwhile.
-        if (file.ContentHash is { ETag: null } pending && fileRequest.Headers.HasEntityTagCondition)
+        if (file.ContentHash is { ETag: null } pending && fileRequest.Headers.HasEntityTagCondition
+            && !await pending.WhenNeededByAsync(context.RequestAborted))
         {
-            try
-            {
-                await pending.WhenNeededAsync(context.RequestAborted);
-            }
-            catch (OperationCanceledException) when (context.RequestAborted.IsCancellationRequested)
-            {
-                // The client left while its file was hashed: nothing to answer, nothing to retry.
-                return true;
-            }
+            // The client left while its file was hashed: nothing to answer, nothing to retry.
+            return true;
         }
 
         FileResponsePlan plan = FileResponsePlan.Create(fileRequest, file, settings, reuseStrings, options.MaxRanges);

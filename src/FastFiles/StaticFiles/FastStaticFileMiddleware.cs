@@ -163,17 +163,10 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             && RequestedFingerprint(context.Request.QueryString.Value) is { } requested)
         {
             ContentHash? hash = entry.Identity.ContentHash;
-            if (hash is { ETag: null })
+            if (hash is { ETag: null } && !await hash.WhenNeededByAsync(context.RequestAborted))
             {
-                try
-                {
-                    await hash.WhenNeededAsync(context.RequestAborted);
-                }
-                catch (OperationCanceledException) when (context.RequestAborted.IsCancellationRequested)
-                {
-                    // The client left while its file was hashed: nothing to answer.
-                    return;
-                }
+                // The client left while its file was hashed: nothing to answer.
+                return;
             }
 
             if (hash?.ETag is { } current)
