@@ -13,7 +13,10 @@ namespace FastFiles.Files;
 /// </summary>
 internal sealed class FileVersion : IDisposable
 {
-    private readonly string _stampETag;
+    private string _stampETag;
+
+    // An ETag the application gave (a result's EntityTag): sent and compared as given.
+    private bool _explicitETag;
 
     private FileVersion(
         string? physicalPath,
@@ -58,12 +61,13 @@ internal sealed class FileVersion : IDisposable
 
     public long Length => Stamp.Length;
 
-    public DateTimeOffset LastModified { get; }
+    public DateTimeOffset LastModified { get; private set; }
 
-    public string LastModifiedHeader { get; }
+    public string LastModifiedHeader { get; private set; }
 
     /// <summary>
-    /// A strong validator (RFC 9110 8.8.3): the content hash's tag when this version has one, else the stamp's.
+    /// A strong validator (RFC 9110 8.8.3): the content hash's tag when this version has one, else the stamp's;
+    /// or the tag an application gave (<see cref="UseValidators"/>), which may be weak (<c>W/"..."</c>).
     /// <see langword="null"/> while a content hash is being computed (see <see cref="Files.ContentHash"/>).
     /// </summary>
     public string? ETag => ContentHash is null ? _stampETag : ContentHash.ETag;
@@ -156,6 +160,30 @@ internal sealed class FileVersion : IDisposable
     /// <summary>Gives a version opened for one request its content-hash validator (before any response uses it).</summary>
     public void UseContentHash(ContentHash contentHash) => ContentHash = contentHash;
 
+    /// <summary>
+    /// Gives a version opened for one request the validators an application chose (before any response uses it):
+    /// <paramref name="lastModified"/> (to the second, RFC 9110 5.6.7) and <paramref name="etag"/> (quoted, <c>W/</c>
+    /// for a weak one) replace the file's own, for the headers sent and for every condition evaluated.
+    /// </summary>
+    public void UseValidators(DateTimeOffset? lastModified, string? etag)
+    {
+        if (lastModified is { } date)
+        {
+            long ticks = date.UtcTicks;
+            LastModified = new DateTimeOffset(ticks - (ticks % TimeSpan.TicksPerSecond), TimeSpan.Zero);
+            LastModifiedHeader = HeaderUtilities.FormatDate(LastModified);
+        }
+
+        if (etag is not null)
+        {
+            // A string of its own: the connection's memo of If-Range keys on the ETag instance, and the date it
+            // compares may differ between two responses an application gives the same tag.
+            ContentHash = null;
+            _stampETag = new string(etag.AsSpan());
+            _explicitETag = true;
+        }
+    }
+
     /// <summary>Hands this version's handle to the caller, which then owns it; this instance no longer closes it.</summary>
     public SafeFileHandle? TakeHandle()
     {
@@ -166,7 +194,8 @@ internal sealed class FileVersion : IDisposable
 
     /// <summary>The ETag as a string of its own (for <c>DisableStringReuse</c>).</summary>
     public string? FreshETag()
-        => ContentHash is null ? FormatETag(Stamp.ModifiedTicks, Stamp.Length, ContentEncoding)
+        => _explicitETag ? new string(_stampETag.AsSpan())
+            : ContentHash is null ? FormatETag(Stamp.ModifiedTicks, Stamp.Length, ContentEncoding)
             : ContentHash.ETag is { } etag ? new string(etag.AsSpan()) : null;
 
     /// <summary>The Last-Modified value formatted afresh (for <c>DisableStringReuse</c>).</summary>

@@ -3,7 +3,7 @@ using Microsoft.Extensions.Primitives;
 namespace FastFiles.Http;
 
 /// <summary>
-/// Matches entity-tag lists (RFC 9110 8.8.3) against a representation's strong ETag without allocating:
+/// Matches entity-tag lists (RFC 9110 8.8.3) against a representation's ETag without allocating:
 /// the header values are scanned in place.
 /// </summary>
 internal static class EntityTagMatcher
@@ -69,11 +69,21 @@ internal static class EntityTagMatcher
     }
 
     /// <summary>
-    /// Compares one entity-tag with <paramref name="etag"/> (always strong and quoted). Strong comparison
-    /// (RFC 9110 8.8.3.2) fails for weak tags; weak comparison ignores the W/ prefix.
+    /// Compares one entity-tag with <paramref name="etag"/> (quoted; strong, unless an application gave a weak one,
+    /// <c>W/"..."</c>). Strong comparison (RFC 9110 8.8.3.2) fails when either tag is weak; weak comparison ignores
+    /// the W/ prefixes.
     /// </summary>
     public static bool Matches(ReadOnlySpan<char> tag, bool weak, string? etag, bool strong)
-        => etag is not null && (!strong || !weak) && tag.SequenceEqual(etag);
+    {
+        if (etag is null)
+        {
+            return false;
+        }
+
+        ReadOnlySpan<char> own = etag;
+        bool ownWeak = own.StartsWith("W/", StringComparison.Ordinal);
+        return (!strong || (!weak && !ownWeak)) && tag.SequenceEqual(ownWeak ? own[2..] : own);
+    }
 
     /// <summary>Reads <c>[W/]"opaque"</c>; <paramref name="tag"/> includes the quotes.</summary>
     public static bool TryReadTag(ref ReadOnlySpan<char> input, out ReadOnlySpan<char> tag, out bool weak)

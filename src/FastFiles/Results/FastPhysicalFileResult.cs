@@ -16,7 +16,8 @@ using Microsoft.Net.Http.Headers;
 namespace Microsoft.AspNetCore.Http;
 
 /// <summary>
-/// Sends a file from disk with FastFiles' semantics: strong ETag and Last-Modified, conditional requests
+/// Sends a file from disk with FastFiles' semantics: strong ETag and Last-Modified (or the application's own,
+/// <see cref="LastModified"/> and <see cref="EntityTag"/>), conditional requests
 /// (304/412), single byte ranges (206/416), HEAD, and an optional download name. Works as a minimal-API
 /// <see cref="IResult"/> and as an MVC <see cref="ActionResult"/>. A missing file is a 404.
 /// </summary>
@@ -117,6 +118,45 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
     /// </remarks>
     public bool EnableContentHashETags { get; init; }
 
+    /// <summary>
+    /// The Last-Modified to send, and to evaluate If-Modified-Since, If-Unmodified-Since and date If-Range against,
+    /// instead of the file's modification time (as <c>PhysicalFileResult.LastModified</c>); sent to the second
+    /// (RFC 9110 5.6.7).
+    /// </summary>
+    /// <remarks>
+    /// Defaults to <see langword="null"/>: the file's modification time. An application's validators describe the file's
+    /// own bytes, so a result with <see cref="LastModified"/> or <see cref="EntityTag"/> is never sent compressed and
+    /// has no content-hash ETag, whatever <see cref="EnableDynamicCompression"/> and <see cref="EnableContentHashETags"/> say.
+    /// </remarks>
+    public DateTimeOffset? LastModified { get; init; }
+
+    /// <summary>
+    /// The ETag to send, and to evaluate If-Match, If-None-Match and If-Range against, instead of FastFiles' own (as
+    /// <c>PhysicalFileResult.EntityTag</c>). A weak tag (<c>W/"..."</c>) matches If-None-Match only: If-Match and If-Range
+    /// use the strong comparison (RFC 9110 8.8.3.2, 13.1.1, 13.1.5), so with a weak tag they fail (412) and send the
+    /// whole file (200) respectively.
+    /// </summary>
+    /// <remarks>Defaults to <see langword="null"/>: a strong ETag from the file's modification time and length (or its content hash).</remarks>
+    /// <exception cref="ArgumentException">The value is <c>*</c>, which names no representation.</exception>
+    public EntityTagHeaderValue? EntityTag
+    {
+        get => _entityTag;
+        init
+        {
+            if (value is not null && value.Tag.Equals("*", StringComparison.Ordinal))
+            {
+                throw new ArgumentException("A response's entity tag cannot be '*'.", nameof(value));
+            }
+
+            _entityTag = value;
+        }
+    }
+
+    private readonly EntityTagHeaderValue? _entityTag;
+
+    // The application chose the validators: the response is the file's own bytes, from disk, with them.
+    private bool ExplicitValidators => LastModified is not null || _entityTag is not null;
+
     /// <inheritdoc />
     public override Task ExecuteResultAsync(ActionContext context)
     {
@@ -133,7 +173,7 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
         (FileResponder responder, ILogger logger) = sources?.Responder(services!) ?? RootSources.CreateResponder(services);
 
         // Compression and content hashes are made once per file version, so they need the root's file cache.
-        if (RootDirectory is not null && (EnableDynamicCompression || EnableContentHashETags)
+        if (RootDirectory is not null && (EnableDynamicCompression || EnableContentHashETags) && !ExplicitValidators
             && sources?.CacheFor(RootDirectory, FollowSymlinksOutsideRoot, EnableDynamicCompression, EnableContentHashETags, services!) is { } cache
             && await TrySendCachedAsync(httpContext, cache, responder, logger))
         {
@@ -159,7 +199,11 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
 
         using (file)
         {
-            if (RootDirectory is not null && EnableContentHashETags && file.PhysicalPath is not null)
+            if (ExplicitValidators)
+            {
+                file.UseValidators(LastModified, _entityTag?.ToString());
+            }
+            else if (RootDirectory is not null && EnableContentHashETags && file.PhysicalPath is not null)
             {
                 // Not cached (no file cache, or its entry went stale): as UseFastFiles, the hash is computed only if a
                 // condition needs it, so the tag is the cached one.

@@ -1,3 +1,5 @@
+using Microsoft.Net.Http.Headers;
+
 namespace Microsoft.AspNetCore.Http;
 
 /// <summary>Factory methods for FastFiles' results, in the style of <c>Results.File</c>.</summary>
@@ -11,6 +13,22 @@ public static class FastResults
     /// <returns>A result usable from minimal APIs and MVC.</returns>
     public static FastPhysicalFileResult PhysicalFile(string path, string? contentType = null, string? fileDownloadName = null, bool enableRangeProcessing = true)
         => new(path, contentType) { FileDownloadName = fileDownloadName, EnableRangeProcessing = enableRangeProcessing };
+
+    /// <summary>
+    /// Sends the file at an absolute <paramref name="path"/> with the validators the application chose, in the order of
+    /// <c>Results.File(path, contentType, fileDownloadName, lastModified, entityTag, enableRangeProcessing)</c>; see
+    /// <see cref="FastPhysicalFileResult.LastModified"/> and <see cref="FastPhysicalFileResult.EntityTag"/>.
+    /// </summary>
+    /// <param name="path">An absolute path to the file.</param>
+    /// <param name="contentType">The Content-Type; <see langword="null"/> infers it from the extension.</param>
+    /// <param name="fileDownloadName">A download name for Content-Disposition; <see langword="null"/> sends none.</param>
+    /// <param name="lastModified">The Last-Modified to send and evaluate; <see langword="null"/>: the file's modification time.</param>
+    /// <param name="entityTag">The ETag to send and evaluate (weak or strong); <see langword="null"/>: FastFiles' own strong ETag.</param>
+    /// <param name="enableRangeProcessing">Whether Range requests are honoured. Defaults to <see langword="true"/>.</param>
+    /// <returns>A result usable from minimal APIs and MVC.</returns>
+    public static FastPhysicalFileResult PhysicalFile(
+        string path, string? contentType, string? fileDownloadName, DateTimeOffset? lastModified, EntityTagHeaderValue? entityTag, bool enableRangeProcessing = true)
+        => new(path, contentType) { FileDownloadName = fileDownloadName, LastModified = lastModified, EntityTag = entityTag, EnableRangeProcessing = enableRangeProcessing };
 
     /// <summary>
     /// Sends the file at <paramref name="relativePath"/> under <paramref name="root"/>, resolved the way <c>UseFastFiles</c>
@@ -33,12 +51,22 @@ public static class FastResults
     /// Whether the ETag is the content hash of the bytes, as <c>UseFastFiles</c> sends with <c>EnableContentHashETags</c>;
     /// see <see cref="FastPhysicalFileResult.EnableContentHashETags"/>. Defaults to <see langword="false"/>.
     /// </param>
+    /// <param name="lastModified">
+    /// The Last-Modified to send and evaluate; see <see cref="FastPhysicalFileResult.LastModified"/>. Defaults to
+    /// <see langword="null"/>: the file's modification time.
+    /// </param>
+    /// <param name="entityTag">
+    /// The ETag to send and evaluate (weak or strong); see <see cref="FastPhysicalFileResult.EntityTag"/>. Defaults to
+    /// <see langword="null"/>: FastFiles' own strong ETag.
+    /// </param>
     /// <returns>A result usable from minimal APIs and MVC; a 404 when the path is refused or names no regular file.</returns>
     public static FastPhysicalFileResult File(
         string root, string relativePath, string? contentType = null, string? fileDownloadName = null, bool enableRangeProcessing = true,
-        bool enableDynamicCompression = false, bool enableContentHashETags = false)
+        bool enableDynamicCompression = false, bool enableContentHashETags = false, DateTimeOffset? lastModified = null, EntityTagHeaderValue? entityTag = null)
         => new(root, relativePath, contentType)
         {
+            LastModified = lastModified,
+            EntityTag = entityTag,
             FileDownloadName = fileDownloadName,
             EnableRangeProcessing = enableRangeProcessing,
             EnableDynamicCompression = enableDynamicCompression,

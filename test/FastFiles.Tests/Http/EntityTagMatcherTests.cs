@@ -32,6 +32,20 @@ public sealed class EntityTagMatcherTests
     public void Weak_comparison(string header, bool? expected)
         => Assert.Equal(expected, EntityTagMatcher.AnyMatches(header, ETag, strong: false));
 
+    // An application's weak tag (a result's EntityTag): strong comparison never matches it, weak comparison ignores W/.
+    [Theory]
+    [InlineData("\"abc-12\"", true, false)]
+    [InlineData("W/\"abc-12\"", true, false)]
+    [InlineData("\"other\", W/\"abc-12\"", true, false)]
+    [InlineData("\"abc-1\"", false, false)]
+    [InlineData("\"W/abc-12\"", false, false)]
+    [InlineData("*", true, true)]
+    public void A_weak_own_tag(string header, bool weakResult, bool strongResult)
+    {
+        Assert.Equal(weakResult, EntityTagMatcher.AnyMatches(header, "W/" + ETag, strong: false));
+        Assert.Equal(strongResult, EntityTagMatcher.AnyMatches(header, "W/" + ETag, strong: true));
+    }
+
     [Theory]
     [InlineData("abc-12")]
     [InlineData("\"abc-12")]

@@ -1,0 +1,185 @@
+using System.Net;
+using FastFiles.FunctionalTests.Infrastructure;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Http;
+using Microsoft.Net.Http.Headers;
+
+namespace FastFiles.FunctionalTests.Results;
+
+/// <summary>
+/// Results with the validators an application chose (<c>lastModified</c>, <c>entityTag</c>) answer every condition as
+/// the stock <c>Results.File</c> with the same arguments: the same status, validators, range and bytes. A weak tag
+/// matches If-None-Match only (RFC 9110 8.8.3.2).
+/// </summary>
+public sealed class ExplicitValidatorTests(ExplicitValidatorTests.Fixture fixture) : IClassFixture<ExplicitValidatorTests.Fixture>
+{
+    // Sub-second part on purpose: Last-Modified and date conditions work to the second.
+    private static readonly DateTimeOffset Modified = new(2024, 1, 2, 3, 4, 5, 678, TimeSpan.Zero);
+    private static readonly string ModifiedText = HeaderUtilities.FormatDate(Modified);
+    private static readonly string Earlier = HeaderUtilities.FormatDate(Modified.AddHours(-1));
+    private static readonly string Later = HeaderUtilities.FormatDate(Modified.AddHours(1));
+
+    private readonly Fixture _f = fixture;
+
+    public sealed class Fixture : HostFixture
+    {
+        public byte[] Content { get; private set; } = [];
+
+        protected override async Task<TestHost> StartHostAsync()
+        {
+            // A compressible type, so the rooted result with compression and content hashes on must still send the
+            // file's own bytes with the application's validators.
+            Content = Enumerable.Range(0, 8_000).Select(i => (byte)('a' + (i % 23))).ToArray();
+            Files.Write("data.css", Content);
+            string root = Files.Root;
+            string path = Files.PathOf("data.css");
+            return await TestHost.StartAsync(app =>
+            {
+                app.MapGet("/stock/{tag}", (string tag) => Microsoft.AspNetCore.Http.Results.File(path, "text/css", null, Modified, Tag(tag), enableRangeProcessing: true));
+                app.MapGet("/fast/{tag}", (string tag) => FastResults.PhysicalFile(path, "text/css", null, Modified, Tag(tag)));
+                app.MapGet("/rooted/{tag}", (string tag) => FastResults.File(
+                    root, "data.css", "text/css", enableDynamicCompression: true, enableContentHashETags: true, lastModified: Modified, entityTag: Tag(tag)));
+            });
+        }
+    }
+
+    private static EntityTagHeaderValue? Tag(string kind) => kind switch
+    {
+        "strong" => new EntityTagHeaderValue("\"v1\""),
+        "weak" => new EntityTagHeaderValue("\"v1\"", isWeak: true),
+        _ => null,
+    };
+
+    public static TheoryData<Transport, string, string> Cases()
+    {
+        string[] conditions =
+        [
+            "",
+            "If-None-Match: \"v1\"", "If-None-Match: W/\"v1\"", "If-None-Match: \"other\"", "If-None-Match: *",
+            "If-Match: \"v1\"", "If-Match: W/\"v1\"", "If-Match: \"other\"", "If-Match: *",
+            $"If-Modified-Since: {ModifiedText}", $"If-Modified-Since: {Earlier}",
+            $"If-Unmodified-Since: {ModifiedText}", $"If-Unmodified-Since: {Earlier}",
+            "Range: bytes=10-19",
+            "Range: bytes=10-19|If-Range: \"v1\"", "Range: bytes=10-19|If-Range: W/\"v1\"", "Range: bytes=10-19|If-Range: \"other\"",
+            $"Range: bytes=10-19|If-Range: {ModifiedText}", $"Range: bytes=10-19|If-Range: {Earlier}",
+        ];
+        var data = new TheoryData<Transport, string, string>();
+        foreach (Transport transport in TransportMatrix.Default)
+        {
+            foreach (string tag in new[] { "strong", "weak", "none" })
+            {
+                foreach (string condition in conditions)
+                {
+                    data.Add(transport, tag, condition);
+                }
+            }
+        }
+
+        return data;
+    }
+
+    [Theory]
+    [MemberData(nameof(Cases))]
+    public async Task Conditions_are_answered_as_RFC_9110_and_Results_File_answer_them(Transport transport, string tag, string condition)
+    {
+        HttpStatusCode expected = Expected(tag, condition);
+        Answer stock = await SendAsync(transport, $"/stock/{tag}", condition);
+        foreach (string endpoint in new[] { "fast", "rooted" })
+        {
+            Answer fast = await SendAsync(transport, $"/{endpoint}/{tag}", condition);
+            Assert.Equal(expected, fast.Status);
+            // A 412 carries no validators, as from UseStaticFiles (Results.File sends them; RFC 9110 15.5.13 asks neither).
+            bool failed = expected == HttpStatusCode.PreconditionFailed;
+            Assert.Equal(failed ? null : ModifiedText, fast.LastModified);
+            Assert.Null(fast.ContentEncoding);
+            Assert.Equal(
+                expected switch
+                {
+                    HttpStatusCode.OK => _f.Content,
+                    HttpStatusCode.PartialContent => _f.Content[10..20],
+                    _ => [],
+                },
+                fast.Body);
+            Assert.Equal(expected == HttpStatusCode.PartialContent ? $"bytes 10-19/{_f.Content.Length}" : null, fast.ContentRange);
+            if (failed)
+            {
+                Assert.Null(fast.ETag);
+            }
+            else if (tag == "none")
+            {
+                // FastFiles' own strong tag (the stock result sends none).
+                Assert.StartsWith("\"", fast.ETag, StringComparison.Ordinal);
+            }
+            else
+            {
+                Assert.Equal(tag == "strong" ? "\"v1\"" : "W/\"v1\"", fast.ETag);
+            }
+
+            // The stock result answers the same, except where it has no tag to compare (FastFiles has its own; the stock
+            // result also ignores If-Match, If-Range and "*" without one).
+            if (tag != "none" || !(condition.Contains('"') || condition.Contains('*')))
+            {
+                Assert.Equal(stock.Status, fast.Status);
+                Assert.Equal(stock.ContentRange, fast.ContentRange);
+                Assert.Equal(stock.Body, fast.Body);
+                if (!failed)
+                {
+                    Assert.Equal(stock.LastModified, fast.LastModified);
+                    Assert.Equal(stock.ETag ?? fast.ETag, fast.ETag);
+                }
+            }
+        }
+    }
+
+    [Theory]
+    [Transports]
+    public async Task A_date_If_Range_must_equal_Last_Modified(Transport transport)
+    {
+        // RFC 9110 13.1.5: a date validator matches only the exact Last-Modified, so a later date sends the whole file.
+        Answer answer = await SendAsync(transport, "/fast/strong", $"Range: bytes=10-19|If-Range: {Later}");
+        Assert.Equal(HttpStatusCode.OK, answer.Status);
+        Assert.Equal(_f.Content, answer.Body);
+    }
+
+    // What RFC 9110 13.2.2 and 13.1.5 give for this representation (Last-Modified = Modified, ETag per tag).
+    private static HttpStatusCode Expected(string tag, string condition)
+    {
+        bool strong = tag == "strong";
+        bool hasTag = tag != "none";
+        return condition switch
+        {
+            "If-None-Match: \"v1\"" or "If-None-Match: W/\"v1\"" => hasTag ? HttpStatusCode.NotModified : HttpStatusCode.OK,
+            "If-None-Match: *" => HttpStatusCode.NotModified,
+            "If-Match: \"v1\"" => strong ? HttpStatusCode.OK : HttpStatusCode.PreconditionFailed,
+            "If-Match: W/\"v1\"" or "If-Match: \"other\"" => HttpStatusCode.PreconditionFailed,
+            _ when condition == $"If-Modified-Since: {ModifiedText}" => HttpStatusCode.NotModified,
+            _ when condition == $"If-Unmodified-Since: {Earlier}" => HttpStatusCode.PreconditionFailed,
+            "Range: bytes=10-19" => HttpStatusCode.PartialContent,
+            "Range: bytes=10-19|If-Range: \"v1\"" => strong ? HttpStatusCode.PartialContent : HttpStatusCode.OK,
+            _ when condition == $"Range: bytes=10-19|If-Range: {ModifiedText}" => HttpStatusCode.PartialContent,
+            _ => HttpStatusCode.OK,
+        };
+    }
+
+    private async Task<Answer> SendAsync(Transport transport, string path, string condition)
+    {
+        using HttpResponseMessage response = await _f.Host.SendAsync(transport, path, r =>
+        {
+            r.Headers.TryAddWithoutValidation("Accept-Encoding", "br, gzip");
+            foreach (string field in condition.Split('|', StringSplitOptions.RemoveEmptyEntries))
+            {
+                string[] parts = field.Split(": ", 2);
+                r.Headers.TryAddWithoutValidation(parts[0], parts[1]);
+            }
+        });
+        return new Answer(
+            response.StatusCode,
+            response.Header("ETag"),
+            response.Header("Last-Modified"),
+            response.Header("Content-Range"),
+            response.Header("Content-Encoding"),
+            await response.Content.ReadAsByteArrayAsync());
+    }
+
+    private sealed record Answer(HttpStatusCode Status, string? ETag, string? LastModified, string? ContentRange, string? ContentEncoding, byte[] Body);
+}
