@@ -169,7 +169,9 @@ internal sealed class FileVersion : IDisposable
     {
         if (lastModified is { } date)
         {
-            long ticks = date.UtcTicks;
+            // RFC 9110 8.8.2.1: never later than Date, which Kestrel refreshes once a second, so it may be up to a
+            // second behind the clock.
+            long ticks = Math.Min(date.UtcTicks, DateTime.UtcNow.Ticks - TimeSpan.TicksPerSecond);
             LastModified = new DateTimeOffset(ticks - (ticks % TimeSpan.TicksPerSecond), TimeSpan.Zero);
             LastModifiedHeader = HeaderUtilities.FormatDate(LastModified);
         }

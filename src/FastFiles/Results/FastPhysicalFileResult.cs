@@ -63,7 +63,7 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
     /// <summary>The path of the file to send: absolute, or relative to <see cref="RootDirectory"/> when that is set.</summary>
     public string FileName { get; }
 
-    /// <summary>The directory <see cref="FileName"/> is relative to, for results made by <see cref="FastResults.File"/>.</summary>
+    /// <summary>The directory <see cref="FileName"/> is relative to, for results made by <see cref="FastResults.File(string, string, string?, string?, bool, bool, bool, DateTimeOffset?, EntityTagHeaderValue?)"/>.</summary>
     /// <remarks>Defaults to <see langword="null"/>: <see cref="FileName"/> is absolute and used as given.</remarks>
     public string? RootDirectory { get; }
 
@@ -121,7 +121,8 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
     /// <summary>
     /// The Last-Modified to send, and to evaluate If-Modified-Since, If-Unmodified-Since and date If-Range against,
     /// instead of the file's modification time (as <c>PhysicalFileResult.LastModified</c>); sent to the second
-    /// (RFC 9110 5.6.7).
+    /// (RFC 9110 5.6.7). A time later than the response's is replaced by the response's, less the up to one second
+    /// Kestrel's Date header may lag the clock (RFC 9110 8.8.2.1: never later than Date).
     /// </summary>
     /// <remarks>
     /// Defaults to <see langword="null"/>: the file's modification time. An application's validators describe the file's
@@ -137,7 +138,11 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
     /// whole file (200) respectively.
     /// </summary>
     /// <remarks>Defaults to <see langword="null"/>: a strong ETag from the file's modification time and length (or its content hash).</remarks>
-    /// <exception cref="ArgumentException">The value is <c>*</c>, which names no representation.</exception>
+    /// <exception cref="ArgumentException">
+    /// The value is <c>*</c>, which names no representation, or its opaque tag holds a <c>"</c> (an escaped one, which
+    /// <see cref="EntityTagHeaderValue"/> accepts as a quoted-string but an entity-tag cannot hold, RFC 9110 8.8.3): no
+    /// If-None-Match, If-Match or If-Range could name it.
+    /// </exception>
     public EntityTagHeaderValue? EntityTag
     {
         get => _entityTag;
@@ -145,7 +150,13 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
         {
             if (value is not null && value.Tag.Equals("*", StringComparison.Ordinal))
             {
-                throw new ArgumentException("A response's entity tag cannot be '*'.", nameof(value));
+                throw new ArgumentException("A response's entity tag cannot be '*'.", nameof(EntityTag));
+            }
+
+            // etagc (RFC 9110 8.8.3) has no DQUOTE: request lists are read from quote to quote, so such a tag never matches.
+            if (value is not null && value.Tag.AsSpan()[1..^1].Contains('"'))
+            {
+                throw new ArgumentException($"{value.Tag} is not an entity-tag (RFC 9110 8.8.3): its opaque tag cannot hold a '\"'.", nameof(EntityTag));
             }
 
             _entityTag = value;

@@ -5,30 +5,45 @@ namespace Microsoft.AspNetCore.Http;
 /// <summary>Factory methods for FastFiles' results, in the style of <c>Results.File</c>.</summary>
 public static class FastResults
 {
-    /// <summary>Sends the file at an absolute <paramref name="path"/>; see <see cref="FastPhysicalFileResult"/>.</summary>
+    /// <summary>
+    /// Sends the file at an absolute <paramref name="path"/>; see <see cref="FastPhysicalFileResult"/>. The parameters are
+    /// those of <c>Results.File(path, contentType, fileDownloadName, lastModified, entityTag, enableRangeProcessing)</c>,
+    /// in the same order.
+    /// </summary>
     /// <param name="path">An absolute path to the file.</param>
     /// <param name="contentType">The Content-Type; <see langword="null"/> (the default) infers it from the extension.</param>
     /// <param name="fileDownloadName">A download name for Content-Disposition; <see langword="null"/> (the default) sends none.</param>
+    /// <param name="lastModified">
+    /// The Last-Modified to send and evaluate conditions against; see <see cref="FastPhysicalFileResult.LastModified"/>.
+    /// Defaults to <see langword="null"/>: the file's modification time.
+    /// </param>
+    /// <param name="entityTag">
+    /// The ETag (weak or strong) to send and evaluate conditions against; see <see cref="FastPhysicalFileResult.EntityTag"/>.
+    /// Defaults to <see langword="null"/>: FastFiles' own strong ETag.
+    /// </param>
     /// <param name="enableRangeProcessing">Whether Range requests are honoured. Defaults to <see langword="true"/>.</param>
     /// <returns>A result usable from minimal APIs and MVC.</returns>
-    public static FastPhysicalFileResult PhysicalFile(string path, string? contentType = null, string? fileDownloadName = null, bool enableRangeProcessing = true)
-        => new(path, contentType) { FileDownloadName = fileDownloadName, EnableRangeProcessing = enableRangeProcessing };
+    /// <exception cref="ArgumentException">
+    /// <paramref name="path"/> is empty or not absolute, or <paramref name="entityTag"/> is not one a request could name
+    /// (see <see cref="FastPhysicalFileResult.EntityTag"/>).
+    /// </exception>
+    public static FastPhysicalFileResult PhysicalFile(
+        string path, string? contentType = null, string? fileDownloadName = null, DateTimeOffset? lastModified = null, EntityTagHeaderValue? entityTag = null,
+        bool enableRangeProcessing = true)
+        => new(path, contentType) { FileDownloadName = fileDownloadName, LastModified = lastModified, EntityTag = entityTag, EnableRangeProcessing = enableRangeProcessing };
 
     /// <summary>
-    /// Sends the file at an absolute <paramref name="path"/> with the validators the application chose, in the order of
-    /// <c>Results.File(path, contentType, fileDownloadName, lastModified, entityTag, enableRangeProcessing)</c>; see
-    /// <see cref="FastPhysicalFileResult.LastModified"/> and <see cref="FastPhysicalFileResult.EntityTag"/>.
+    /// As <see cref="PhysicalFile(string, string?, string?, DateTimeOffset?, EntityTagHeaderValue?, bool)"/> without
+    /// validators of the application's: the form of earlier versions, kept so their calls bind as before.
     /// </summary>
     /// <param name="path">An absolute path to the file.</param>
     /// <param name="contentType">The Content-Type; <see langword="null"/> infers it from the extension.</param>
     /// <param name="fileDownloadName">A download name for Content-Disposition; <see langword="null"/> sends none.</param>
-    /// <param name="lastModified">The Last-Modified to send and evaluate; <see langword="null"/>: the file's modification time.</param>
-    /// <param name="entityTag">The ETag to send and evaluate (weak or strong); <see langword="null"/>: FastFiles' own strong ETag.</param>
-    /// <param name="enableRangeProcessing">Whether Range requests are honoured. Defaults to <see langword="true"/>.</param>
+    /// <param name="enableRangeProcessing">Whether Range requests are honoured.</param>
     /// <returns>A result usable from minimal APIs and MVC.</returns>
-    public static FastPhysicalFileResult PhysicalFile(
-        string path, string? contentType, string? fileDownloadName, DateTimeOffset? lastModified, EntityTagHeaderValue? entityTag, bool enableRangeProcessing = true)
-        => new(path, contentType) { FileDownloadName = fileDownloadName, LastModified = lastModified, EntityTag = entityTag, EnableRangeProcessing = enableRangeProcessing };
+    /// <exception cref="ArgumentException"><paramref name="path"/> is empty or not absolute.</exception>
+    public static FastPhysicalFileResult PhysicalFile(string path, string? contentType, string? fileDownloadName, bool enableRangeProcessing)
+        => new(path, contentType) { FileDownloadName = fileDownloadName, EnableRangeProcessing = enableRangeProcessing };
 
     /// <summary>
     /// Sends the file at <paramref name="relativePath"/> under <paramref name="root"/>, resolved the way <c>UseFastFiles</c>
@@ -60,6 +75,10 @@ public static class FastResults
     /// <see langword="null"/>: FastFiles' own strong ETag.
     /// </param>
     /// <returns>A result usable from minimal APIs and MVC; a 404 when the path is refused or names no regular file.</returns>
+    /// <exception cref="ArgumentException">
+    /// <paramref name="root"/> is empty or not absolute, or <paramref name="entityTag"/> is not one a request could name
+    /// (see <see cref="FastPhysicalFileResult.EntityTag"/>).
+    /// </exception>
     public static FastPhysicalFileResult File(
         string root, string relativePath, string? contentType = null, string? fileDownloadName = null, bool enableRangeProcessing = true,
         bool enableDynamicCompression = false, bool enableContentHashETags = false, DateTimeOffset? lastModified = null, EntityTagHeaderValue? entityTag = null)
@@ -72,4 +91,22 @@ public static class FastResults
             EnableDynamicCompression = enableDynamicCompression,
             EnableContentHashETags = enableContentHashETags,
         };
+
+    /// <summary>
+    /// As <see cref="File(string, string, string?, string?, bool, bool, bool, DateTimeOffset?, EntityTagHeaderValue?)"/>
+    /// without validators of the application's: the form of earlier versions, kept so their compiled calls bind as before.
+    /// </summary>
+    /// <param name="root">An absolute path to the directory files are served from.</param>
+    /// <param name="relativePath">The file's path under <paramref name="root"/>.</param>
+    /// <param name="contentType">The Content-Type; <see langword="null"/> infers it from the extension.</param>
+    /// <param name="fileDownloadName">A download name for Content-Disposition; <see langword="null"/> sends none.</param>
+    /// <param name="enableRangeProcessing">Whether Range requests are honoured.</param>
+    /// <param name="enableDynamicCompression">Whether compressible files are also sent brotli- or gzip-encoded.</param>
+    /// <param name="enableContentHashETags">Whether the ETag is the content hash of the bytes.</param>
+    /// <returns>A result usable from minimal APIs and MVC; a 404 when the path is refused or names no regular file.</returns>
+    /// <exception cref="ArgumentException"><paramref name="root"/> is empty or not absolute.</exception>
+    public static FastPhysicalFileResult File(
+        string root, string relativePath, string? contentType, string? fileDownloadName, bool enableRangeProcessing, bool enableDynamicCompression,
+        bool enableContentHashETags)
+        => File(root, relativePath, contentType, fileDownloadName, enableRangeProcessing, enableDynamicCompression, enableContentHashETags, null, null);
 }

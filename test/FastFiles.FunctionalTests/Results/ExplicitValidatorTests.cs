@@ -37,6 +37,10 @@ public sealed class ExplicitValidatorTests(ExplicitValidatorTests.Fixture fixtur
             {
                 app.MapGet("/stock/{tag}", (string tag) => Microsoft.AspNetCore.Http.Results.File(path, "text/css", null, Modified, Tag(tag), enableRangeProcessing: true));
                 app.MapGet("/fast/{tag}", (string tag) => FastResults.PhysicalFile(path, "text/css", null, Modified, Tag(tag)));
+                // Named arguments, as Results.File takes them.
+                app.MapGet("/dated", () => FastResults.PhysicalFile(path, lastModified: Modified));
+                app.MapGet("/tagged", () => FastResults.PhysicalFile(path, "text/css", entityTag: new EntityTagHeaderValue("\"t\"")));
+                app.MapGet("/future", () => FastResults.PhysicalFile(path, lastModified: DateTimeOffset.UtcNow.AddDays(1)));
                 app.MapGet("/rooted/{tag}", (string tag) => FastResults.File(
                     root, "data.css", "text/css", enableDynamicCompression: true, enableContentHashETags: true, lastModified: Modified, entityTag: Tag(tag)));
             });
@@ -139,6 +143,42 @@ public sealed class ExplicitValidatorTests(ExplicitValidatorTests.Fixture fixtur
         Answer answer = await SendAsync(transport, "/fast/strong", $"Range: bytes=10-19|If-Range: {Later}");
         Assert.Equal(HttpStatusCode.OK, answer.Status);
         Assert.Equal(_f.Content, answer.Body);
+    }
+
+    [Theory]
+    [Transports]
+    public async Task Named_arguments_set_one_validator_each(Transport transport)
+    {
+        Answer dated = await SendAsync(transport, "/dated", string.Empty);
+        Assert.Equal(ModifiedText, dated.LastModified);
+        Assert.StartsWith("\"", dated.ETag, StringComparison.Ordinal);
+        Answer tagged = await SendAsync(transport, "/tagged", "If-None-Match: \"t\"");
+        Assert.Equal(HttpStatusCode.NotModified, tagged.Status);
+        Assert.Equal("\"t\"", tagged.ETag);
+    }
+
+    [Theory]
+    [Transports]
+    public async Task A_Last_Modified_in_the_future_is_never_later_than_Date(Transport transport)
+    {
+        // RFC 9110 8.8.2.1: replaced by the response's time; revalidating with what was sent is then a 304.
+        using HttpResponseMessage response = await _f.Host.SendAsync(transport, "/future");
+        DateTimeOffset lastModified = response.Content.Headers.LastModified!.Value;
+        Assert.True(lastModified <= response.Headers.Date!.Value, $"Last-Modified {lastModified:R} is after Date {response.Headers.Date:R}");
+        Answer revalidated = await SendAsync(transport, "/future", $"If-Modified-Since: {HeaderUtilities.FormatDate(lastModified)}");
+        Assert.Equal(HttpStatusCode.NotModified, revalidated.Status);
+    }
+
+    [Fact]
+    public void A_tag_no_request_could_name_is_refused()
+    {
+        // EntityTagHeaderValue takes "a\"b" as a quoted-string, but an entity-tag has no DQUOTE (RFC 9110 8.8.3): sent,
+        // no If-None-Match or If-Match could ever name it.
+        var escaped = new EntityTagHeaderValue("\"a\\\"b\"");
+        Assert.Throws<ArgumentException>(() => FastResults.PhysicalFile("/x", entityTag: escaped));
+        Assert.Throws<ArgumentException>(() => FastResults.File("/", "x", entityTag: escaped));
+        Assert.Throws<ArgumentException>(() => FastResults.PhysicalFile("/x", entityTag: EntityTagHeaderValue.Any));
+        Assert.Equal("W/\"a\\b\"", FastResults.PhysicalFile("/x", entityTag: new EntityTagHeaderValue("\"a\\b\"", isWeak: true)).EntityTag!.ToString());
     }
 
     // What RFC 9110 13.2.2 and 13.1.5 give for this representation (Last-Modified = Modified, ETag per tag).
