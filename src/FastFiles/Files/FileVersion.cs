@@ -28,7 +28,8 @@ internal sealed class FileVersion : IDisposable
         string? etag = null,
         string? lastModifiedHeader = null,
         SharedFileHandle? sharedHandle = null,
-        ContentHash? contentHash = null)
+        ContentHash? contentHash = null,
+        DateTimeOffset? lastModified = null)
     {
         SharedHandle = sharedHandle;
         ContentHash = contentHash;
@@ -39,9 +40,12 @@ internal sealed class FileVersion : IDisposable
         ContentEncoding = contentEncoding;
         Content = content;
 
-        // Last-Modified has one-second resolution (RFC 9110 5.6.7).
+        // Last-Modified has one-second resolution (RFC 9110 5.6.7), and is never later than Date (8.8.2.1): a
+        // modification time in the future (a clock ahead where the file was written) becomes this version's creation
+        // time. Fixed per version, so every response of a version, and every condition, sees one value; the ETag keeps
+        // the file's own time.
         long ticks = stamp.ModifiedTicks;
-        LastModified = new DateTimeOffset(ticks - (ticks % TimeSpan.TicksPerSecond), TimeSpan.Zero);
+        LastModified = lastModified ?? new DateTimeOffset(Seconds(NotInTheFuture(ticks)), TimeSpan.Zero);
         LastModifiedHeader = lastModifiedHeader ?? HeaderUtilities.FormatDate(LastModified);
         _stampETag = etag ?? FormatETag(ticks, stamp.Length, contentEncoding);
     }
@@ -143,7 +147,7 @@ internal sealed class FileVersion : IDisposable
     /// or a descriptor kept open across requests.
     /// </summary>
     public FileVersion ForCache(byte[]? content, SharedFileHandle? sharedHandle = null, ContentHash? contentHash = null)
-        => new(PhysicalPath, null, null, Stamp, ContentEncoding, content, _stampETag, LastModifiedHeader, sharedHandle, contentHash);
+        => new(PhysicalPath, null, null, Stamp, ContentEncoding, content, _stampETag, LastModifiedHeader, sharedHandle, contentHash, LastModified);
 
     /// <summary>
     /// A content-coded variant of this (identity) version made in memory: <paramref name="content"/> are the encoded
@@ -154,7 +158,7 @@ internal sealed class FileVersion : IDisposable
     public FileVersion CompressedVariant(byte[] content, string contentEncoding, ContentHash? contentHash)
     {
         FileStamp stamp = Stamp with { Length = content.Length };
-        return new FileVersion(PhysicalPath, null, null, stamp, contentEncoding, content, null, LastModifiedHeader, null, contentHash);
+        return new FileVersion(PhysicalPath, null, null, stamp, contentEncoding, content, null, LastModifiedHeader, null, contentHash, LastModified);
     }
 
     /// <summary>Gives a version opened for one request its content-hash validator (before any response uses it).</summary>
@@ -169,10 +173,7 @@ internal sealed class FileVersion : IDisposable
     {
         if (lastModified is { } date)
         {
-            // RFC 9110 8.8.2.1: never later than Date, which Kestrel refreshes once a second, so it may be up to a
-            // second behind the clock.
-            long ticks = Math.Min(date.UtcTicks, DateTime.UtcNow.Ticks - TimeSpan.TicksPerSecond);
-            LastModified = new DateTimeOffset(ticks - (ticks % TimeSpan.TicksPerSecond), TimeSpan.Zero);
+            LastModified = new DateTimeOffset(Seconds(NotInTheFuture(date.UtcTicks)), TimeSpan.Zero);
             LastModifiedHeader = HeaderUtilities.FormatDate(LastModified);
         }
 
@@ -214,4 +215,15 @@ internal sealed class FileVersion : IDisposable
             : string.Create(CultureInfo.InvariantCulture, $"\"{lastWriteTicks:x}-{length:x}-{contentEncoding}\"");
 
     public void Dispose() => Handle?.Dispose();
+
+    private static long Seconds(long ticks) => ticks - (ticks % TimeSpan.TicksPerSecond);
+
+    // RFC 9110 8.8.2.1: a time later than now is replaced by the message's time. Kestrel's Date is refreshed once a
+    // second, so it may lag the clock by up to a second: a replaced time is taken a second back, never after Date.
+    // (A time that is not in the future is kept: one written within the last second is within Date's own granularity.)
+    private static long NotInTheFuture(long ticks)
+    {
+        long now = DateTime.UtcNow.Ticks;
+        return ticks > now ? now - TimeSpan.TicksPerSecond : ticks;
+    }
 }

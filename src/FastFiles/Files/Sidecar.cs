@@ -61,9 +61,13 @@ internal static class Sidecar
     /// Compared at Last-Modified's one-second resolution, on purpose: a deployment that copies a site without keeping
     /// times (<c>cp -r</c>) writes each sidecar a few microseconds before or after its original, in directory order, and
     /// a finer comparison would drop about half of them. A sidecar left over from an earlier build within the same
-    /// second as the new original is the price.
+    /// second as the new original is the price. The files' own times, not the Last-Modified sent (which a time in the
+    /// future does not keep).
     /// </remarks>
-    public static bool IsFresh(FileVersion sidecar, FileVersion original) => sidecar.LastModified >= original.LastModified;
+    public static bool IsFresh(FileVersion sidecar, FileVersion original)
+        => Seconds(sidecar.Stamp.ModifiedTicks) >= Seconds(original.Stamp.ModifiedTicks);
+
+    private static long Seconds(long ticks) => ticks - (ticks % TimeSpan.TicksPerSecond);
 
     /// <summary>The original's sub-path when <paramref name="path"/> names a sidecar, else null.</summary>
     public static string? OriginalOf(string path)

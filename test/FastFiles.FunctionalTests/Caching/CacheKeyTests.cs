@@ -106,17 +106,26 @@ public sealed class CacheKeyTests : IAsyncLifetime
         Assert.Equal(location, response.Headers["Location"]);
     }
 
-    [Fact]
-    public async Task Last_modified_after_2262_is_the_files_time()
+    [Theory]
+    [Transports]
+    public async Task A_modification_time_in_the_future_is_never_later_than_Date(Transport transport)
     {
-        // Nanoseconds since 1970 no longer fit 64 bits from 2262-04-11 on; ext4 keeps times up to 2446.
-        _files.Write("www/y2300.txt", Encoding.ASCII.GetBytes("y2300"));
-        File.SetLastWriteTimeUtc(_files.PathOf("www/y2300.txt"), new DateTime(2300, 1, 1, 0, 0, 0, DateTimeKind.Utc));
-        foreach (string target in new[] { "/y2300.txt", "/hash/y2300.txt" })
+        // Nanoseconds since 1970 no longer fit 64 bits from 2262-04-11 on (ext4 keeps times up to 2446): the time read
+        // must be 2300, not 1715 (FileStamp's own tests), and, being in the future, it is sent as the response's time
+        // (RFC 9110 8.8.2.1) by the cached and the uncached path alike, and validates what it sent.
+        string name = $"y2300-{transport}.txt";
+        _files.Write("www/" + name, Encoding.ASCII.GetBytes("y2300"));
+        File.SetLastWriteTimeUtc(_files.PathOf("www/" + name), new DateTime(2300, 1, 1, 0, 0, 0, DateTimeKind.Utc));
+        foreach (string target in new[] { "/" + name, "/hash/" + name, "/" + name })
         {
-            using HttpResponseMessage response = await _host.SendAsync(Transport.Http11, target);
+            DateTimeOffset before = DateTimeOffset.UtcNow.AddMinutes(-1);
+            using HttpResponseMessage response = await _host.SendAsync(transport, target);
             Assert.Equal(HttpStatusCode.OK, response.StatusCode);
-            Assert.Equal("Mon, 01 Jan 2300 00:00:00 GMT", response.Header("Last-Modified"));
+            DateTimeOffset lastModified = response.Content.Headers.LastModified!.Value;
+            Assert.InRange(lastModified, before, response.Headers.Date!.Value);
+            using HttpResponseMessage revalidated = await _host.SendAsync(
+                transport, target, m => m.Headers.TryAddWithoutValidation("If-Modified-Since", response.Header("Last-Modified")));
+            Assert.Equal(HttpStatusCode.NotModified, revalidated.StatusCode);
         }
     }
 }

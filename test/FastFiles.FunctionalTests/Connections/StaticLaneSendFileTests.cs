@@ -143,7 +143,8 @@ public sealed class StaticLaneSendFileTests : IAsyncLifetime
         byte[] changed = [.. _big];
         changed[12345] ^= 0xFF;
         File.WriteAllBytes(_files.PathOf("big.bin"), changed);
-        File.SetLastWriteTimeUtc(_files.PathOf("big.bin"), DateTime.UtcNow.AddSeconds(5));
+        // Another second than the first version's, in the past (a future time is not sent as Last-Modified).
+        File.SetLastWriteTimeUtc(_files.PathOf("big.bin"), new DateTime(2021, 3, 4, 5, 6, 7, DateTimeKind.Utc));
 
         byte[] response = await LaneHost.ExchangeAsync(_laneSendPath, [request]);
         string head = Encoding.Latin1.GetString(response, 0, response.Length - changed.Length);
