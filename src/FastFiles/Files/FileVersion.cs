@@ -41,11 +41,11 @@ internal sealed class FileVersion : IDisposable
         Content = content;
 
         // Last-Modified has one-second resolution (RFC 9110 5.6.7), and is never later than Date (8.8.2.1): a
-        // modification time in the future (a clock ahead where the file was written) becomes this version's creation
-        // time. Fixed per version, so every response of a version, and every condition, sees one value; the ETag keeps
-        // the file's own time.
+        // modification time in the future (a clock ahead where the file was written) gives way to the inode's change
+        // time, when the file got that time by this machine's clock, so every response of this version, cached or
+        // opened afresh, and every condition sees one value. The ETag keeps the file's own time.
         long ticks = stamp.ModifiedTicks;
-        LastModified = lastModified ?? new DateTimeOffset(Seconds(NotInTheFuture(ticks)), TimeSpan.Zero);
+        LastModified = lastModified ?? new DateTimeOffset(Seconds(NotInTheFuture(ticks, ChangeTicks(stamp))), TimeSpan.Zero);
         LastModifiedHeader = lastModifiedHeader ?? HeaderUtilities.FormatDate(LastModified);
         _stampETag = etag ?? FormatETag(ticks, stamp.Length, contentEncoding);
     }
@@ -173,7 +173,7 @@ internal sealed class FileVersion : IDisposable
     {
         if (lastModified is { } date)
         {
-            LastModified = new DateTimeOffset(Seconds(NotInTheFuture(date.UtcTicks)), TimeSpan.Zero);
+            LastModified = new DateTimeOffset(Seconds(NotInTheFuture(date.UtcTicks, long.MaxValue)), TimeSpan.Zero);
             LastModifiedHeader = HeaderUtilities.FormatDate(LastModified);
         }
 
@@ -218,12 +218,17 @@ internal sealed class FileVersion : IDisposable
 
     private static long Seconds(long ticks) => ticks - (ticks % TimeSpan.TicksPerSecond);
 
-    // RFC 9110 8.8.2.1: a time later than now is replaced by the message's time. Kestrel's Date is refreshed once a
-    // second, so it may lag the clock by up to a second: a replaced time is taken a second back, never after Date.
-    // (A time that is not in the future is kept: one written within the last second is within Date's own granularity.)
-    private static long NotInTheFuture(long ticks)
+    // RFC 9110 8.8.2.1: a time later than now is replaced: by fallback (the change time, stable while the version
+    // stands) when that is at least a second old, else by now less a second, as Kestrel refreshes Date once a second and
+    // may lag the clock by that much. A time that is not in the future is kept: one within the last second is within
+    // Date's own granularity.
+    private static long NotInTheFuture(long ticks, long fallback)
     {
         long now = DateTime.UtcNow.Ticks;
-        return ticks > now ? now - TimeSpan.TicksPerSecond : ticks;
+        return ticks > now ? Math.Min(fallback, now - TimeSpan.TicksPerSecond) : ticks;
     }
+
+    // The inode's change time in ticks (statx ctime; for provider files, the modification time again).
+    private static long ChangeTicks(FileStamp stamp)
+        => stamp.ChangedNanoseconds is > 0 and < long.MaxValue / 2 ? DateTime.UnixEpoch.Ticks + (stamp.ChangedNanoseconds / 100) : long.MaxValue;
 }

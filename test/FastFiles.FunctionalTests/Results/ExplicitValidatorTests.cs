@@ -25,6 +25,9 @@ public sealed class ExplicitValidatorTests(ExplicitValidatorTests.Fixture fixtur
     {
         public byte[] Content { get; private set; } = [];
 
+        /// <summary>About when y2300.txt got its time (its inode's change time).</summary>
+        public DateTime FutureDated { get; private set; }
+
         protected override async Task<TestHost> StartHostAsync()
         {
             // A compressible type, so the rooted result with compression and content hashes on must still send the
@@ -33,6 +36,12 @@ public sealed class ExplicitValidatorTests(ExplicitValidatorTests.Fixture fixtur
             Files.Write("data.css", Content);
             string root = Files.Root;
             string path = Files.PathOf("data.css");
+
+            // Dated in the future; opened afresh for every response by a result without a root.
+            Files.Write("y2300.txt", "y2300"u8.ToArray());
+            File.SetLastWriteTimeUtc(Files.PathOf("y2300.txt"), new DateTime(2300, 1, 1, 0, 0, 0, DateTimeKind.Utc));
+            string future = Files.PathOf("y2300.txt");
+            FutureDated = DateTime.UtcNow;
             return await TestHost.StartAsync(app =>
             {
                 app.MapGet("/stock/{tag}", (string tag) => Microsoft.AspNetCore.Http.Results.File(path, "text/css", null, Modified, Tag(tag), enableRangeProcessing: true));
@@ -40,6 +49,7 @@ public sealed class ExplicitValidatorTests(ExplicitValidatorTests.Fixture fixtur
                 // Named arguments, as Results.File takes them.
                 app.MapGet("/dated", () => FastResults.PhysicalFile(path, lastModified: Modified));
                 app.MapGet("/tagged", () => FastResults.PhysicalFile(path, "text/css", entityTag: new EntityTagHeaderValue("\"t\"")));
+                app.MapGet("/y2300", () => FastResults.PhysicalFile(future));
                 app.MapGet("/future", () => FastResults.PhysicalFile(path, lastModified: DateTimeOffset.UtcNow.AddDays(1)));
                 app.MapGet("/rooted/{tag}", (string tag) => FastResults.File(
                     root, "data.css", "text/css", enableDynamicCompression: true, enableContentHashETags: true, lastModified: Modified, entityTag: Tag(tag)));
@@ -166,6 +176,29 @@ public sealed class ExplicitValidatorTests(ExplicitValidatorTests.Fixture fixtur
         DateTimeOffset lastModified = response.Content.Headers.LastModified!.Value;
         Assert.True(lastModified <= response.Headers.Date!.Value, $"Last-Modified {lastModified:R} is after Date {response.Headers.Date:R}");
         Answer revalidated = await SendAsync(transport, "/future", $"If-Modified-Since: {HeaderUtilities.FormatDate(lastModified)}");
+        Assert.Equal(HttpStatusCode.NotModified, revalidated.Status);
+    }
+
+    [Theory]
+    [Transports]
+    public async Task A_file_dated_in_the_future_gets_one_Last_Modified_no_later_than_Date(Transport transport)
+    {
+        // Opened afresh per response: each must send the same time (the inode's change time, once that is a second
+        // old), so revalidation by date works (RFC 9110 8.8.2.1, 13.1.3).
+        TimeSpan settled = _f.FutureDated.AddSeconds(1.5) - DateTime.UtcNow;
+        if (settled > TimeSpan.Zero)
+        {
+            await Task.Delay(settled);
+        }
+
+        using HttpResponseMessage first = await _f.Host.SendAsync(transport, "/y2300");
+        DateTimeOffset lastModified = first.Content.Headers.LastModified!.Value;
+        Assert.InRange(lastModified, DateTimeOffset.UtcNow.AddMinutes(-5), first.Headers.Date!.Value);
+        // A second later: a time taken from the clock per response would have moved on.
+        await Task.Delay(1100);
+        using HttpResponseMessage second = await _f.Host.SendAsync(transport, "/y2300");
+        Assert.Equal(first.Header("Last-Modified"), second.Header("Last-Modified"));
+        Answer revalidated = await SendAsync(transport, "/y2300", $"If-Modified-Since: {first.Header("Last-Modified")}");
         Assert.Equal(HttpStatusCode.NotModified, revalidated.Status);
     }
 
