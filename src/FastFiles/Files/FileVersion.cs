@@ -42,8 +42,8 @@ internal sealed class FileVersion : IDisposable
 
         // Last-Modified has one-second resolution (RFC 9110 5.6.7), and is never later than Date (8.8.2.1): a
         // modification time in the future (a clock ahead where the file was written) gives way to the inode's change
-        // time, when the file got that time by this machine's clock, so every response of this version, cached or
-        // opened afresh, and every condition sees one value. The ETag keeps the file's own time.
+        // time (when the file got that time, by this machine's clock) or a time fixed for the process, so every response
+        // of this version, cached or opened afresh, and every condition sees one value. The ETag keeps the file's time.
         long ticks = stamp.ModifiedTicks;
         LastModified = lastModified ?? new DateTimeOffset(Seconds(NotInTheFuture(ticks, ChangeTicks(stamp))), TimeSpan.Zero);
         LastModifiedHeader = lastModifiedHeader ?? HeaderUtilities.FormatDate(LastModified);
@@ -173,7 +173,7 @@ internal sealed class FileVersion : IDisposable
     {
         if (lastModified is { } date)
         {
-            LastModified = new DateTimeOffset(Seconds(NotInTheFuture(date.UtcTicks, long.MaxValue)), TimeSpan.Zero);
+            LastModified = new DateTimeOffset(Seconds(NotInTheFuture(date.UtcTicks, 0)), TimeSpan.Zero);
             LastModifiedHeader = HeaderUtilities.FormatDate(LastModified);
         }
 
@@ -218,17 +218,27 @@ internal sealed class FileVersion : IDisposable
 
     private static long Seconds(long ticks) => ticks - (ticks % TimeSpan.TicksPerSecond);
 
-    // RFC 9110 8.8.2.1: a time later than now is replaced: by fallback (the change time, stable while the version
-    // stands) when that is at least a second old, else by now less a second, as Kestrel refreshes Date once a second and
-    // may lag the clock by that much. A time that is not in the future is kept: one within the last second is within
-    // Date's own granularity.
-    private static long NotInTheFuture(long ticks, long fallback)
+    // Stands in for a future time that has no usable change time: fixed for the process, so responses opened afresh
+    // agree (a date that moved between two responses would fail If-Unmodified-Since on an unchanged file), and a second
+    // before the first version was made, so never after any Date Kestrel sends.
+    private static readonly long s_firstVersionTicks = DateTime.UtcNow.Ticks - TimeSpan.TicksPerSecond;
+
+    // RFC 9110 8.8.2.1: a time later than now is replaced, by the change time when that is after 1970 and at least a
+    // second old (Kestrel refreshes Date once a second, so Date may lag the clock by that much), else by a time fixed for
+    // the process. A time that is not in the future is kept as it is, as UseStaticFiles and nginx keep it (a file written
+    // within the second before Date was refreshed may then be dated a second after Date).
+    private static long NotInTheFuture(long ticks, long changed)
     {
         long now = DateTime.UtcNow.Ticks;
-        return ticks > now ? Math.Min(fallback, now - TimeSpan.TicksPerSecond) : ticks;
+        if (ticks <= now)
+        {
+            return ticks;
+        }
+
+        return changed > DateTime.UnixEpoch.Ticks && changed <= now - TimeSpan.TicksPerSecond ? changed : s_firstVersionTicks;
     }
 
-    // The inode's change time in ticks (statx ctime; for provider files, the modification time again).
-    private static long ChangeTicks(FileStamp stamp)
-        => stamp.ChangedNanoseconds is > 0 and < long.MaxValue / 2 ? DateTime.UnixEpoch.Ticks + (stamp.ChangedNanoseconds / 100) : long.MaxValue;
+    // The inode's change time in ticks (statx ctime; for provider files the modification time again, which is then in
+    // the future too and not used).
+    private static long ChangeTicks(FileStamp stamp) => DateTime.UnixEpoch.Ticks + (stamp.ChangedNanoseconds / 100);
 }

@@ -121,8 +121,9 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
     /// <summary>
     /// The Last-Modified to send, and to evaluate If-Modified-Since, If-Unmodified-Since and date If-Range against,
     /// instead of the file's modification time (as <c>PhysicalFileResult.LastModified</c>); sent to the second
-    /// (RFC 9110 5.6.7). A time later than the response's is replaced by the response's (taken a second back, the most
-    /// Kestrel's Date header may lag the clock; RFC 9110 8.8.2.1: never later than Date).
+    /// (RFC 9110 5.6.7). A time later than the response's is replaced by one fixed for the process, a second before
+    /// FastFiles first served a file (RFC 9110 8.8.2.1: never later than Date; the same for every response, so date
+    /// conditions keep working).
     /// </summary>
     /// <remarks>
     /// Defaults to <see langword="null"/>: the file's modification time. An application's validators describe the file's
