@@ -13,10 +13,8 @@ namespace FastFiles.Files;
 /// </summary>
 internal sealed class FileVersion : IDisposable
 {
+    // The stamp's tag, or one an application gave (a result's EntityTag), sent and compared as given.
     private string _stampETag;
-
-    // An ETag the application gave (a result's EntityTag): sent and compared as given.
-    private bool _explicitETag;
 
     private FileVersion(
         string? physicalPath,
@@ -45,7 +43,7 @@ internal sealed class FileVersion : IDisposable
         // time (when the file got that time, by this machine's clock) or a time fixed for the process, so every response
         // of this version, cached or opened afresh, and every condition sees one value. The ETag keeps the file's time.
         long ticks = stamp.ModifiedTicks;
-        LastModified = lastModified ?? new DateTimeOffset(Seconds(NotInTheFuture(ticks, ChangeTicks(stamp))), TimeSpan.Zero);
+        LastModified = lastModified ?? LastModifiedOf(ticks, ChangeTicks(stamp));
         LastModifiedHeader = lastModifiedHeader ?? HeaderUtilities.FormatDate(LastModified);
         _stampETag = etag ?? FormatETag(ticks, stamp.Length, contentEncoding);
     }
@@ -173,7 +171,7 @@ internal sealed class FileVersion : IDisposable
     {
         if (lastModified is { } date)
         {
-            LastModified = new DateTimeOffset(Seconds(NotInTheFuture(date.UtcTicks, 0)), TimeSpan.Zero);
+            LastModified = LastModifiedOf(date.UtcTicks, 0);
             LastModifiedHeader = HeaderUtilities.FormatDate(LastModified);
         }
 
@@ -183,7 +181,6 @@ internal sealed class FileVersion : IDisposable
             // compares may differ between two responses an application gives the same tag.
             ContentHash = null;
             _stampETag = new string(etag.AsSpan());
-            _explicitETag = true;
         }
     }
 
@@ -197,9 +194,7 @@ internal sealed class FileVersion : IDisposable
 
     /// <summary>The ETag as a string of its own (for <c>DisableStringReuse</c>).</summary>
     public string? FreshETag()
-        => _explicitETag ? new string(_stampETag.AsSpan())
-            : ContentHash is null ? FormatETag(Stamp.ModifiedTicks, Stamp.Length, ContentEncoding)
-            : ContentHash.ETag is { } etag ? new string(etag.AsSpan()) : null;
+        => ETag is { } etag ? new string(etag.AsSpan()) : null;
 
     /// <summary>The Last-Modified value formatted afresh (for <c>DisableStringReuse</c>).</summary>
     public string FreshLastModifiedHeader() => HeaderUtilities.FormatDate(LastModified);
@@ -216,7 +211,10 @@ internal sealed class FileVersion : IDisposable
 
     public void Dispose() => Handle?.Dispose();
 
-    private static long Seconds(long ticks) => ticks - (ticks % TimeSpan.TicksPerSecond);
+    /// <summary><paramref name="ticks"/> to the whole second below (Last-Modified's resolution, RFC 9110 5.6.7).</summary>
+    internal static long Seconds(long ticks) => ticks - (ticks % TimeSpan.TicksPerSecond);
+
+    private static DateTimeOffset LastModifiedOf(long ticks, long changed) => new(Seconds(NotInTheFuture(ticks, changed)), TimeSpan.Zero);
 
     // Stands in for a future time that has no usable change time: fixed for the process, so responses opened afresh
     // agree (a date that moved between two responses would fail If-Unmodified-Since on an unchanged file), and a second

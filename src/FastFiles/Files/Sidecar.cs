@@ -65,9 +65,7 @@ internal static class Sidecar
     /// future does not keep).
     /// </remarks>
     public static bool IsFresh(FileVersion sidecar, FileVersion original)
-        => Seconds(sidecar.Stamp.ModifiedTicks) >= Seconds(original.Stamp.ModifiedTicks);
-
-    private static long Seconds(long ticks) => ticks - (ticks % TimeSpan.TicksPerSecond);
+        => FileVersion.Seconds(sidecar.Stamp.ModifiedTicks) >= FileVersion.Seconds(original.Stamp.ModifiedTicks);
 
     /// <summary>The original's sub-path when <paramref name="path"/> names a sidecar, else null.</summary>
     public static string? OriginalOf(string path)
