@@ -1,6 +1,6 @@
-using System.Globalization;
 using System.Text;
 using Microsoft.AspNetCore.HostFiltering;
+using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.Options;
 
 namespace FastFiles.Connections;
@@ -72,32 +72,37 @@ internal sealed class StaticLaneHostFilter
 
         var exact = new List<byte[]>();
         var suffixes = new List<byte[]>();
-        var idn = new IdnMapping();
         foreach (string entry in allowed)
         {
-            string pattern = entry.Trim();
-            if (pattern == "*")
+            // Each entry as the middleware keeps it (MiddlewareConfigurationManager): HostString.ToUriComponent, which
+            // gives internationalized names as the ASCII the Host field carries and keeps everything else as written.
+            string pattern;
+            try
+            {
+                pattern = new HostString(entry).ToUriComponent();
+            }
+            catch (ArgumentException)
+            {
+                // Not a name IdnMapping takes: nothing for the lane to match (the app decides those hosts).
+                continue;
+            }
+
+            // The middleware's top-level wildcards (Http.Sys's and Kestrel's "any" addresses) turn filtering off.
+            if (pattern is "*" or "[::]" or "0.0.0.0")
             {
                 return null;
             }
 
-            // A port in a pattern is ignored, as the middleware does; IPv6 literals never reach the lane.
-            int colon = pattern.LastIndexOf(':');
-            if (colon > 0 && !pattern.StartsWith('['))
-            {
-                pattern = pattern[..colon];
-            }
-
+            // HostString.MatchesAny compares the request's host without its port to the pattern as it is: a pattern with
+            // a port (or any other ':', as in an IPv6 literal, which the lane never serves) matches no request at all.
             bool wildcard = pattern.StartsWith("*.", StringComparison.Ordinal);
-            string name = wildcard ? pattern[2..] : pattern;
-            if (name.Length == 0 || name.StartsWith('['))
+            string name = wildcard ? pattern[1..] : pattern;
+            if (name.Length == 0 || name.Contains(':', StringComparison.Ordinal) || name.StartsWith('[') || !System.Text.Ascii.IsValid(name))
             {
                 continue;
             }
 
-            // Internationalized names as the ASCII the Host field carries.
-            name = idn.GetAscii(name);
-            (wildcard ? suffixes : exact).Add(Encoding.ASCII.GetBytes(wildcard ? "." + name : name));
+            (wildcard ? suffixes : exact).Add(Encoding.ASCII.GetBytes(name));
         }
 
         return new Patterns([.. exact], [.. suffixes]);

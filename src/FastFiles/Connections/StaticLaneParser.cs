@@ -127,6 +127,7 @@ internal static class StaticLaneParser
         int headersStart = lineEnd + 1;
         int pos = headersStart;
         int count = 0;
+        bool sawContentLength = false;
         while (true)
         {
             ReadOnlySpan<byte> rest = input[pos..];
@@ -139,7 +140,7 @@ internal static class StaticLaneParser
             }
 
             // The empty line (the header section is complete), or a line that is not plainly "name: value CRLF".
-            if (next == 0 || rest[0] == CR || ++count > limits.MaxRequestHeaderCount || !IsPlainFieldLine(rest[..(next + 1)]))
+            if (next == 0 || rest[0] == CR || ++count > limits.MaxRequestHeaderCount || !IsPlainFieldLine(rest[..(next + 1)], ref sawContentLength))
             {
                 return false;
             }
@@ -153,8 +154,8 @@ internal static class StaticLaneParser
     }
 
     // GET or HEAD (the lane hands any other method over at its first bytes), an origin-form target of the bytes the lane
-    // maps plus a query of the same bytes and '?' (no '%': Kestrel decodes the path and rejects bad escapes at once; no
-    // other form: Kestrel answers those by method at once), HTTP/1.1 or HTTP/1.0, CRLF.
+    // maps plus a query of the same bytes and '?' and escapes of printable ASCII (Kestrel decodes the path and may refuse
+    // other escapes at once; no other form: Kestrel answers those by method at once), HTTP/1.1 or HTTP/1.0, CRLF.
     private static bool IsPlainRequestLine(ReadOnlySpan<byte> line)
     {
         ReadOnlySpan<byte> rest = line.StartsWith("GET /"u8) ? line[4..] : line.StartsWith("HEAD /"u8) ? line[5..] : default;
@@ -164,8 +165,24 @@ internal static class StaticLaneParser
             return false;
         }
 
-        foreach (byte b in rest[..space])
+        ReadOnlySpan<byte> target = rest[..space];
+        for (int i = 0; i < target.Length; i++)
         {
+            byte b = target[i];
+            if (b == (byte)'%')
+            {
+                // An escape of a printable ASCII byte: Kestrel decodes it and waits, like any other path. Anything else
+                // (bytes it may refuse as UTF-8, NUL, a broken escape) is for Kestrel to judge at once.
+                if (i + 2 >= target.Length || !byte.TryParse(target.Slice(i + 1, 2), System.Globalization.NumberStyles.AllowHexSpecifier, null, out byte decoded)
+                    || decoded is < 0x20 or > 0x7E)
+                {
+                    return false;
+                }
+
+                i += 2;
+                continue;
+            }
+
             if (b >= 128 || !(PathByte[b] || b == (byte)'?'))
             {
                 return false;
@@ -176,14 +193,26 @@ internal static class StaticLaneParser
         return version.SequenceEqual("HTTP/1.1\r\n"u8) || version.SequenceEqual("HTTP/1.0\r\n"u8);
     }
 
-    // token ":" field bytes CRLF, and not Content-Length (Kestrel parses that one as its line arrives, and rejects a bad
-    // or repeated value at once).
-    private static bool IsPlainFieldLine(ReadOnlySpan<byte> line)
+    // token ":" field bytes CRLF. Content-Length only once and as plain digits: Kestrel parses that one as its line
+    // arrives, and rejects a bad or repeated value at once (a valid one it accepts and waits on, so must the lane, or
+    // the hand-off would start Kestrel's header timer afresh).
+    private static bool IsPlainFieldLine(ReadOnlySpan<byte> line, ref bool sawContentLength)
     {
         int colon = line.IndexOf((byte)':');
-        if (colon <= 0 || line.Length < colon + 3 || line[^2] != CR || Is(line[..colon], "content-length"u8))
+        if (colon <= 0 || line.Length < colon + 3 || line[^2] != CR)
         {
             return false;
+        }
+
+        if (Is(line[..colon], "content-length"u8))
+        {
+            ReadOnlySpan<byte> digits = line[(colon + 1)..^2].Trim(" \t"u8);
+            if (sawContentLength || digits.IsEmpty || digits.Length > 18 || digits.IndexOfAnyExceptInRange((byte)'0', (byte)'9') >= 0)
+            {
+                return false;
+            }
+
+            sawContentLength = true;
         }
 
         foreach (byte b in line[..colon])

@@ -42,4 +42,7 @@ internal static partial class Log
 
     [LoggerMessage(4022, LogLevel.Debug, "Endpoint {Endpoint}: static lane on for {RootCount} root(s).", EventName = "LaneEnabled")]
     public static partial void LaneEnabled(ILogger logger, string endpoint, int rootCount);
+
+    [LoggerMessage(4025, LogLevel.Warning, "Endpoint {Endpoint}: static lane off, because the endpoint also serves HTTP/3 and Kestrel announces it (Alt-Svc) on every HTTP/1.1 response, which lane responses do not carry. Set ListenOptions.DisableAltSvcHeader, or serve HTTP/3 from another endpoint, to have the lane.", EventName = "LaneOffForAltSvc")]
+    public static partial void LaneOffForAltSvc(ILogger logger, string endpoint);
 }

@@ -27,6 +27,12 @@ internal static class StaticLaneWiring
         IServiceProvider services = listenOptions.ApplicationServices;
         lane ??= services.GetService<IOptions<StaticLaneOptions>>()?.Value ?? new StaticLaneOptions();
         ILogger logger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Connections.StaticLane") ?? NullLogger.Instance;
+        if (AnnouncesHttp3(listenOptions))
+        {
+            Log.LaneOffForAltSvc(logger, listenOptions.ToString() ?? string.Empty);
+            return next;
+        }
+
         // Roots are built once per options instance, so endpoints sharing the application's options share one cache.
         StaticLaneRoot[] roots = services.GetService<IOptions<StaticLaneRoots>>()?.Value.GetOrBuild(lane, options => BuildRoots(options, listenOptions))
             ?? BuildRoots(lane, listenOptions);
@@ -43,6 +49,15 @@ internal static class StaticLaneWiring
         return new StaticLaneConnectionMiddleware(
             next, roots, heartbeat, limits, serverHeader, FastFilesMetrics.For(services), logger, StaticLaneHostFilter.For(services)).OnConnectionAsync;
     }
+
+    // Kestrel adds Alt-Svc (h3) to the HTTP/1.1 and HTTP/2 responses of an endpoint that also listens for HTTP/3, when
+    // QUIC is there and DisableAltSvcHeader is off (RFC 7838). The lane's prebuilt responses do not, and a client that
+    // only ever met the lane would never learn of HTTP/3: such an endpoint keeps Kestrel's responses.
+    internal static bool AnnouncesHttp3(ListenOptions listenOptions)
+        => (listenOptions.Protocols & HttpProtocols.Http3) != 0
+            && !listenOptions.DisableAltSvcHeader
+            && (OperatingSystem.IsLinux() || OperatingSystem.IsWindows() || OperatingSystem.IsMacOS())
+            && System.Net.Quic.QuicListener.IsSupported;
 
     private static StaticLaneRoot[] BuildRoots(StaticLaneOptions lane, ListenOptions listenOptions)
     {

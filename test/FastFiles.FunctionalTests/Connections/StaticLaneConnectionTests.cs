@@ -8,6 +8,7 @@ using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
@@ -94,6 +95,41 @@ public sealed class StaticLaneConnectionTests : IDisposable
         }
 
         Assert.Equal(4, refused.Total);
+    }
+
+    // HostFilteringMiddleware keeps a pattern as written (HostString.ToUriComponent): "localhost:5000" has a port, so it
+    // never equals the port-less host of a request (HostString.MatchesAny compares the host alone) and every request gets
+    // the app's 400. The lane must not drop the pattern's port and serve what the app refuses.
+    [Theory]
+    [InlineData("localhost:5000")]
+    [InlineData("*.example.com:443")]
+    public async Task AllowedHosts_WithAPort_AreAppliedAsTheAppDoes(string allowed)
+    {
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, settings: [new("AllowedHosts", allowed)]);
+        foreach (string name in new[] { "localhost", "localhost:5000", "a.example.com", "a.example.com:443" })
+        {
+            byte[] request = Encoding.ASCII.GetBytes($"GET /one.txt HTTP/1.1\r\nHost: {name}\r\nConnection: close\r\n\r\n");
+            string expected = LaneHost.WithoutDates(await LaneHost.ExchangeAsync(host.Plain, [request]));
+            Assert.StartsWith("HTTP/1.1 400 Bad Request\r\n", expected, StringComparison.Ordinal);
+            string actual = LaneHost.WithoutDates(await LaneHost.ExchangeAsync(host.Lane, [request]));
+            Assert.True(expected == actual, $"Host: {name} (AllowedHosts {allowed})\nwithout the lane:\n{expected}\nwith it:\n{actual}");
+        }
+    }
+
+    // An endpoint that also lists HTTP/3 keeps the lane when Kestrel cannot announce HTTP/3 (no QUIC here, as on most
+    // machines without libmsquic): Kestrel adds Alt-Svc only when the QUIC listener exists, so lane responses still
+    // match. Where QUIC is there the lane stays off on such an endpoint (StaticLaneWiring.AnnouncesHttp3).
+    [Fact]
+    public async Task An_endpoint_listing_Http3_without_QUIC_keeps_the_lane()
+    {
+        Assert.False(OperatingSystem.IsLinux() && System.Net.Quic.QuicListener.IsSupported, "this test is for a machine without QUIC");
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, plainLane: l => l.Protocols = HttpProtocols.Http1AndHttp2AndHttp3);
+        using var served = new InstrumentRecorder(host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.lane.requests");
+        byte[] request = Encoding.ASCII.GetBytes("GET /one.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+        string expected = LaneHost.WithoutDates(await LaneHost.ExchangeAsync(host.Plain, [request]));
+        Assert.StartsWith("HTTP/1.1 200 OK\r\n", expected, StringComparison.Ordinal);
+        Assert.Equal(expected, LaneHost.WithoutDates(await LaneHost.ExchangeAsync(host.Lane, [request])));
+        Assert.Equal(1, served.Total);
     }
 
     // A named pipe or a device under a root is not a file to serve: opening a FIFO for reading blocks until a writer

@@ -34,6 +34,8 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
         // A header the lane leaves to the app, then more lines: Kestrel would still be waiting for the header section.
         { "unhandled header", "Authorization: Basic eDp5\r\n" },
         { "framing header", "Transfer-Encoding: chunked\r\n" },
+        // A valid Content-Length: Kestrel accepts the line and waits for the rest of the header section.
+        { "content length", "Content-Length: 0\r\n" },
         // More than the lane's few KiB for a quick request, still within Kestrel's header limit.
         { "long line", "X-Long: " + new string('a', 9000) },
     };
@@ -52,6 +54,24 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
         string[] steps = ["X-A: 1\r\n", "X-B: 2\r\n", turn];
         Task<string> kestrel = ScriptAsync(host.Plain, steps, "X-C: 3\r\n");
         Task<string> lane = ScriptAsync(host.Lane, steps, "X-C: 3\r\n");
+        string expected = await kestrel;
+        Assert.StartsWith("HTTP/1.1 408 Request Timeout\r\n", expected, StringComparison.Ordinal);
+        Assert.Equal(LaneHost.WithoutDates(Encoding.Latin1.GetBytes(expected)), LaneHost.WithoutDates(Encoding.Latin1.GetBytes(await lane)));
+        Assert.Equal(0, handOffs.Total);
+    }
+
+    // A request line dribbled past the lane's one-second mark that turns out to hold a percent-encoded path (valid:
+    // Kestrel decodes it and waits for the header section) stays under the deadline its first bytes started, as the
+    // turns above do.
+    [Fact]
+    public async Task A_dribbled_request_line_with_an_escape_stays_under_its_first_deadline()
+    {
+        _files.Create("one.txt", 100);
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, k => k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(3));
+        using var handOffs = new InstrumentRecorder(host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.lane.handoffs");
+        string[] steps = ["n", "e%2Etxt HTTP/1.1\r\nHost: localhost\r\n"];
+        Task<string> kestrel = ScriptAsync(host.Plain, steps, "X-C: 3\r\n", start: "GET /o");
+        Task<string> lane = ScriptAsync(host.Lane, steps, "X-C: 3\r\n", start: "GET /o");
         string expected = await kestrel;
         Assert.StartsWith("HTTP/1.1 408 Request Timeout\r\n", expected, StringComparison.Ordinal);
         Assert.Equal(LaneHost.WithoutDates(Encoding.Latin1.GetBytes(expected)), LaneHost.WithoutDates(Encoding.Latin1.GetBytes(await lane)));
@@ -124,15 +144,15 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
         }
     }
 
-    // The request line and Host, then one step every 700 ms, then the filler every 700 ms (none: wait), until the server
-    // closes (bounded); returns everything the server sent.
-    private static async Task<string> ScriptAsync(Uri endpoint, string[] steps, string? filler)
+    // start (by default the request line and Host), then one step every 700 ms, then the filler every 700 ms (none: wait),
+    // until the server closes (bounded); returns everything the server sent.
+    private static async Task<string> ScriptAsync(Uri endpoint, string[] steps, string? filler, string start = "GET /one.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n")
     {
         (Socket socket, Stream stream) = await LaneHost.ConnectAsync(endpoint);
         using (socket)
         await using (stream)
         {
-            await stream.WriteAsync(Encoding.ASCII.GetBytes("GET /one.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"));
+            await stream.WriteAsync(Encoding.ASCII.GetBytes(start));
             var received = new MemoryStream();
             var buffer = new byte[16 * 1024];
             using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(60));

@@ -25,6 +25,11 @@ public sealed class StaticLaneAwaitsRestTests
     [InlineData("GET /a HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n")]
     [InlineData("GET /a HTTP/1.1\r\nHost: x\r\n\r")]
     [InlineData("GET /a HTTP/1.1\r\nHost: x\r\nX: \tv w \r\n")]
+    // Values Kestrel takes and then waits: a valid Content-Length (once), an escape of printable ASCII.
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\ncontent-length: 0\r\n")]
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\nContent-Length:  12 \r\nX-Part")]
+    [InlineData("GET /%41 HTTP/1.1\r\nHost: x\r\n")]
+    [InlineData("GET /a%2Eb?c=%20 HTTP/1.1\r\nHost: x\r\n")]
     public void Kestrel_would_wait_for_an_unfinished_plain_request(string request)
         => Assert.True(StaticLaneParser.AwaitsRest(Encoding.Latin1.GetBytes(request), Limits));
 
@@ -45,13 +50,19 @@ public sealed class StaticLaneAwaitsRestTests
     [InlineData("G(T /a HTTP/1.1\r\nHost: x\r\n")]
     [InlineData("POST /upload HTTP/1.1\r\nHost: x\r\n")]
     [InlineData("GET %41 HTTP/1.1\r\nHost: x\r\n")]
-    [InlineData("GET /%41 HTTP/1.1\r\nHost: x\r\n")]
+    [InlineData("GET /%00 HTTP/1.1\r\nHost: x\r\n")]
+    [InlineData("GET /%FF HTTP/1.1\r\nHost: x\r\n")]
+    [InlineData("GET /%4 HTTP/1.1\r\nHost: x\r\n")]
+    [InlineData("GET /%+4 HTTP/1.1\r\nHost: x\r\n")]
     [InlineData("GET * HTTP/1.1\r\nHost: x\r\n")]
     [InlineData("GET foo HTTP/1.1\r\nHost: x\r\n")]
     [InlineData("GET http://x/a HTTP/1.1\r\nHost: x\r\n")]
     [InlineData("GET /a#b HTTP/1.1\r\nHost: x\r\n")]
     [InlineData("GET /a HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n")]
-    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\ncontent-length: 0\r\n")]
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 1\r\n")]
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n")]
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n")]
+    [InlineData("GET /a HTTP/1.1\r\nHost: x\r\nContent-Length: \r\n")]
     [InlineData("GET /a HTTP/1.1\r\nHost: x\r\n\rX")]
     [InlineData("GET /a HTTP/1.1\n")]
     // Over the limits: Kestrel's 414 or 431, at once.
