@@ -1,4 +1,6 @@
+using System.Buffers.Binary;
 using System.Globalization;
+using System.Security.Cryptography;
 using Microsoft.Extensions.FileProviders;
 using Microsoft.Net.Http.Headers;
 using Microsoft.Win32.SafeHandles;
@@ -156,7 +158,19 @@ internal sealed class FileVersion : IDisposable
     public FileVersion CompressedVariant(byte[] content, string contentEncoding, ContentHash? contentHash)
     {
         FileStamp stamp = Stamp with { Length = content.Length };
-        return new FileVersion(PhysicalPath, null, null, stamp, contentEncoding, content, null, LastModifiedHeader, null, contentHash, LastModified);
+        // The encoded bytes depend on the compressor (quality, level, library version), not only on the file: the tag
+        // names them, so two servers or two runs that encode one version differently never share a strong tag (8.8.3).
+        string etag = VariantETag(Stamp.ModifiedTicks, content, contentEncoding);
+        return new FileVersion(PhysicalPath, null, null, stamp, contentEncoding, content, etag, LastModifiedHeader, null, contentHash, LastModified);
+    }
+
+    /// <summary><c>"mtime-length-digest-coding"</c>: the identity's modification time, the encoded length, 64 bits of SHA-256 of the encoded bytes.</summary>
+    internal static string VariantETag(long lastWriteTicks, ReadOnlySpan<byte> encoded, string contentEncoding)
+    {
+        Span<byte> digest = stackalloc byte[SHA256.HashSizeInBytes];
+        SHA256.HashData(encoded, digest);
+        ulong bits = BinaryPrimitives.ReadUInt64BigEndian(digest);
+        return string.Create(CultureInfo.InvariantCulture, $"\"{lastWriteTicks:x}-{encoded.Length:x}-{bits:x16}-{contentEncoding}\"");
     }
 
     /// <summary>Gives a version opened for one request its content-hash validator (before any response uses it).</summary>
@@ -221,9 +235,9 @@ internal sealed class FileVersion : IDisposable
     // before the first version was made, so never after any Date Kestrel sends.
     private static readonly long s_firstVersionTicks = DateTime.UtcNow.Ticks - TimeSpan.TicksPerSecond;
 
-    // RFC 9110 8.8.2.1: a time later than now is replaced, by the change time when that is after 1970 and at least a
-    // second old (Kestrel refreshes Date once a second, so Date may lag the clock by that much), else by a time fixed for
-    // the process. A time that is not in the future is kept as it is, as UseStaticFiles and nginx keep it (a file written
+    // RFC 9110 8.8.2.1: a time later than now is replaced, by the second before the change time's when that is after 1970
+    // and not in the future (Kestrel refreshes Date once a second, so Date may lag the clock by that much), else by a time
+    // fixed for the process. A time that is not in the future is kept as it is, as UseStaticFiles and nginx keep it (a file written
     // within the second before Date was refreshed may then be dated a second after Date).
     private static long NotInTheFuture(long ticks, long changed)
     {
@@ -233,7 +247,14 @@ internal sealed class FileVersion : IDisposable
             return ticks;
         }
 
-        return changed > DateTime.UnixEpoch.Ticks && changed <= now - TimeSpan.TicksPerSecond ? changed : s_firstVersionTicks;
+        // The change time, to the second and a second earlier: no later than any Date Kestrel sends from the change on (its
+        // Date lags the clock by up to a second), fixed by the stamp for the version's lifetime, and never before the
+        // dates of earlier versions but within a second or two of them. (Waiting for a change time to be a second
+        // old and falling back to the process's time meanwhile dated a version written now before versions the process
+        // served earlier, so If-Modified-Since from their copies was a 304.)
+        return changed > DateTime.UnixEpoch.Ticks + TimeSpan.TicksPerSecond && changed <= now
+            ? Seconds(changed) - TimeSpan.TicksPerSecond
+            : s_firstVersionTicks;
     }
 
     // The inode's change time in ticks (statx ctime; for provider files the modification time again, which is then in

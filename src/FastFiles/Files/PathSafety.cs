@@ -44,6 +44,14 @@ internal static class PathSafety
     }
 
     /// <summary>
+    /// A decoded request path (a <c>PathString</c> value) as the path of a Location (RFC 9110 10.2.2): slash runs collapsed,
+    /// so it never starts with <c>//</c> (another host, RFC 3986 4.2), and every segment escaped in full. PathString's own
+    /// escaping keeps a decoded <c>%3F</c> as it is, which a client would then decode to <c>?</c> and so name another file.
+    /// </summary>
+    public static string EscapeForLocation(string path)
+        => string.Join('/', CollapseSlashes(path).Split('/').Select(Uri.EscapeDataString));
+
+    /// <summary>
     /// <paramref name="path"/> with every run of slashes made one: <c>//a///b</c> names the file <c>/a/b</c> names, so
     /// both must share one cache entry (the watcher drops entries by the file's own path) and a redirect built from it
     /// can never start with <c>//</c>, which a browser reads as another host. The same string when there is nothing to

@@ -259,8 +259,9 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                 // RFC 9110 15.4.2; relative links in the page need the trailing slash.
                 HttpRequest httpRequest = context.Request;
                 context.Response.StatusCode = StatusCodes.Status301MovedPermanently;
-                // Without empty segments: "//host" would send the browser to another host (RFC 3986 4.2).
-                context.Response.Headers.Location = new PathString(PathSafety.CollapseSlashes((httpRequest.PathBase + httpRequest.Path).Value!)) + "/" + httpRequest.QueryString;
+                // Without empty segments: "//host" would send the browser to another host (RFC 3986 4.2); each segment
+                // escaped in full, so a directory named "q%3Fx" is not sent to "q?x".
+                context.Response.Headers.Location = PathSafety.EscapeForLocation((httpRequest.PathBase + httpRequest.Path).Value!) + "/" + httpRequest.QueryString;
                 return;
         }
 
@@ -271,23 +272,28 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         {
             ContentCodings available = _options.EnablePrecompressedFiles ? ProbeSidecars(subpath) : ContentCodings.None;
             selected = opened;
-            if (available != ContentCodings.None)
+            // The best acceptable sidecar that can stand for the file: a stale or vanished one gives way to the next, as
+            // a cached entry (which holds only fresh sidecars) would choose.
+            AcceptEncoding accept = available != ContentCodings.None ? request.AcceptEncoding() : default;
+            for (ContentCodings candidates = available; candidates != ContentCodings.None;)
             {
-                ContentCodings choice = request.AcceptEncoding().Select(available);
-                if (choice != ContentCodings.None)
+                ContentCodings choice = accept.Select(candidates);
+                if (choice == ContentCodings.None)
                 {
-                    (_, string suffix, string token, _) = Sidecar.All[Sidecar.IndexOf(choice)];
-                    if (_source.TryOpen(subpath + suffix, token, out FileVersion? variant) == LookupResult.File)
+                    break;
+                }
+
+                candidates &= ~choice;
+                (_, string suffix, string token, _) = Sidecar.All[Sidecar.IndexOf(choice)];
+                if (_source.TryOpen(subpath + suffix, token, out FileVersion? variant) == LookupResult.File)
+                {
+                    if (Sidecar.IsFresh(variant!, opened))
                     {
-                        if (Sidecar.IsFresh(variant!, opened))
-                        {
-                            selected = variant!;
-                        }
-                        else
-                        {
-                            variant!.Dispose();
-                        }
+                        selected = variant!;
+                        break;
                     }
+
+                    variant!.Dispose();
                 }
             }
 
