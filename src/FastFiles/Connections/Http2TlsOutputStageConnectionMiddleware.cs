@@ -21,6 +21,9 @@ namespace FastFiles.Connections;
 /// </summary>
 internal sealed class Http2TlsOutputStageConnectionMiddleware
 {
+    // The longest timeout Task.WaitAsync accepts.
+    private static readonly TimeSpan LongestWait = TimeSpan.FromMilliseconds(uint.MaxValue - 1);
+
     private readonly ConnectionDelegate _next;
     private readonly Http2TlsOutputStageOptions _options;
     private readonly long _bound;
@@ -100,7 +103,10 @@ internal sealed class Http2TlsOutputStageConnectionMiddleware
             return;
         }
 
-        TimeSpan timeout = rate.GracePeriod + TimeSpan.FromSeconds(_bound / Math.Max(rate.BytesPerSecond, 1.0));
+        // In seconds as a double: a large bound at a low rate exceeds what a timer can wait (Task.WaitAsync throws past
+        // about 49.7 days, TimeSpan past its range), and that wait is no limit in practice anyway.
+        double seconds = rate.GracePeriod.TotalSeconds + (_bound / Math.Max(rate.BytesPerSecond, 1.0));
+        TimeSpan timeout = seconds < LongestWait.TotalSeconds ? TimeSpan.FromSeconds(seconds) : LongestWait;
         try
         {
             await drain.WaitAsync(timeout);

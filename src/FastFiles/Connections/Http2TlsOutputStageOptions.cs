@@ -18,7 +18,8 @@ public sealed class Http2TlsOutputStageOptions
 
     /// <summary>
     /// The most bytes the stage holds for one connection before Kestrel's next flush waits (the stage pipe's pause
-    /// threshold); it resumes below half of it. Kestrel may write one batch of frames past the bound before that flush.
+    /// threshold); it resumes below half of it. Kestrel may write one batch of frames past the bound before that flush, and
+    /// the 16 KiB span being encrypted is counted in the pipe until TLS has taken it (one span besides, in the TLS writer).
     /// </summary>
     /// <remarks>
     /// Defaults to <see langword="null"/>: use <c>KestrelServerLimits.MaxResponseBufferSize</c> (64 KiB by default),

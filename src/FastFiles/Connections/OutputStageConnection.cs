@@ -115,40 +115,29 @@ internal sealed class OutputStageConnection : IDuplexPipe
         PipeReader reader = _pipe.Reader;
         PipeWriter tls = _tls.Output;
         Exception? error = null;
-        bool tlsUnflushed = false;
         try
         {
             while (true)
             {
                 ReadResult result = await reader.ReadAsync();
                 ReadOnlySequence<byte> buffer = result.Buffer;
-                long length = buffer.Length;
+
+                // One record's worth at a time, consumed from the stage pipe only once TLS has taken it: bytes handed to
+                // the TLS writer stay counted against the pipe's pause threshold, so the stage never holds its bound in
+                // the pipe and another bound in the TLS writer behind a slow reader (at most one record is in both).
+                ReadOnlySequence<byte> chunk = buffer.Slice(0, Math.Min(buffer.Length, TlsRecordWriter.RecordSize));
+                long length = chunk.Length;
                 if (length > 0)
                 {
-                    CopyInRecordSizedSpans(buffer, tls);
-                    tlsUnflushed = true;
-                }
+                    CopyInRecordSizedSpans(chunk, tls);
 
-                reader.AdvanceTo(buffer.End);
-                if (length > 0)
-                {
-                    Interlocked.Add(ref _backlog, -length);
-                    _statistics.Forwarded(length);
-                    _metrics.StageForwarded(length);
-                }
-
-                if (tlsUnflushed)
-                {
-                    // A cancelled TLS flush came from Kestrel's CancelPendingFlush through our writer, which has already
-                    // released Kestrel's own wait (the stage pipe's flush); the bytes are committed, so flush them again
-                    // now rather than leave a response's tail in the TLS writer until the next write. A write cancelled
-                    // part-way has aborted the connection and reports completion instead.
+                    // The stage never cancels a TLS flush (see StageWriter.CancelPendingFlush); should one report IsCanceled
+                    // anyway, its bytes are committed, so flush them again rather than leave a response's tail in the TLS
+                    // writer. A write cancelled part-way has aborted the connection and reports completion instead.
                     FlushResult flush;
                     while ((flush = await tls.FlushAsync()).IsCanceled && !flush.IsCompleted)
                     {
                     }
-
-                    tlsUnflushed = false;
 
                     if (flush.IsCompleted)
                     {
@@ -157,7 +146,15 @@ internal sealed class OutputStageConnection : IDuplexPipe
                     }
                 }
 
-                if (result.IsCompleted)
+                reader.AdvanceTo(chunk.End);
+                if (length > 0)
+                {
+                    Interlocked.Add(ref _backlog, -length);
+                    _statistics.Forwarded(length);
+                    _metrics.StageForwarded(length);
+                }
+
+                if (result.IsCompleted && length == buffer.Length)
                 {
                     break;
                 }
@@ -229,8 +226,7 @@ internal sealed class OutputStageConnection : IDuplexPipe
     }
 
     /// <summary>
-    /// Kestrel's view of the output: the stage pipe's writer, counting bytes for the bound statistics and forwarding
-    /// <see cref="CancelPendingFlush"/> to the TLS writer so a flush blocked on the socket is released too.
+    /// Kestrel's view of the output: the stage pipe's writer, counting bytes for the bound statistics.
     /// </summary>
     private sealed class StageWriter : PipeWriter
     {
@@ -279,11 +275,10 @@ internal sealed class OutputStageConnection : IDuplexPipe
             return FlushAsync(cancellationToken);
         }
 
-        public override void CancelPendingFlush()
-        {
-            _inner.CancelPendingFlush();
-            _owner._tls.Output.CancelPendingFlush();
-        }
+        // Only Kestrel's own wait (the stage pipe's flush) is released. The drain flushes TLS again after a cancelled flush
+        // anyway, so cancelling its TLS write gains nothing, and cancelling it part-way breaks the TLS stream: the stream
+        // writer rewrites the record it was writing (bytes sent twice), TlsRecordWriter aborts the connection.
+        public override void CancelPendingFlush() => _inner.CancelPendingFlush();
 
         public override void Complete(Exception? exception = null)
         {

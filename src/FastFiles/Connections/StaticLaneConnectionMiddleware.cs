@@ -581,7 +581,9 @@ internal sealed class StaticLaneConnectionMiddleware
         {
             if (_minResponseDataRate is { } rate)
             {
-                connection.StartWrite(rate.GracePeriod + TimeSpan.FromSeconds(bytes / rate.BytesPerSecond));
+                // As Kestrel times one write (TimeoutControl.BytesWrittenToBuffer): the longer of the grace period and
+                // the time the bytes take at the minimum rate, not their sum.
+                connection.StartWrite(TimeSpan.FromSeconds(Math.Max(rate.GracePeriod.TotalSeconds, bytes / rate.BytesPerSecond)));
             }
 
             try

@@ -162,6 +162,13 @@ internal sealed class RawHttp2Client : IAsyncDisposable
         block.AddRange(bytes);
     }
 
+    /// <summary>Closes the socket with SO_LINGER 0, so the server sees a reset.</summary>
+    public void ResetSocket()
+    {
+        _tcp.Client.LingerState = new LingerOption(true, 0);
+        _tcp.Client.Close();
+    }
+
     public async ValueTask DisposeAsync()
     {
         await _ssl.DisposeAsync();

@@ -129,7 +129,7 @@ public sealed class OutputStageConnectionTests
     }
 
     [Fact]
-    public async Task CancelPendingFlush_releases_kestrel_and_the_tls_flush()
+    public async Task CancelPendingFlush_releases_kestrels_flush_and_loses_nothing()
     {
         byte[] chunk = new byte[512];
         ValueTask<FlushResult> pending = default;
