@@ -18,7 +18,7 @@ internal static class EntityTagMatcher
         bool sawMember = false;
         for (int i = 0; i < values.Count; i++)
         {
-            if (AnyMatches(values[i], etag, strong, ref sawMember))
+            if (AnyMatches(values[i], etag, strong, ref sawMember, alone: values.Count == 1))
             {
                 return true;
             }
@@ -31,23 +31,25 @@ internal static class EntityTagMatcher
     public static bool? AnyMatches(ReadOnlySpan<char> line, string? etag, bool strong)
     {
         bool sawMember = false;
-        return AnyMatches(line, etag, strong, ref sawMember) ? true : sawMember ? false : null;
+        return AnyMatches(line, etag, strong, ref sawMember, alone: true) ? true : sawMember ? false : null;
     }
 
-    private static bool AnyMatches(ReadOnlySpan<char> rest, string? etag, bool strong, ref bool sawMember)
+    // alone: the line is the field's only one.
+    private static bool AnyMatches(ReadOnlySpan<char> rest, string? etag, bool strong, ref bool sawMember, bool alone)
     {
+        // "*" matches any current representation (RFC 9110 13.1.1, 13.1.2), but only as the whole field value: the grammar
+        // is "*" / #entity-tag, so a "*" in a list (or with anything after it) is a malformed member, as nginx reads it.
+        if (alone && rest.Trim(" \t").SequenceEqual("*"))
+        {
+            return true;
+        }
+
         while (true)
         {
             rest = rest.TrimStart(" \t,");
             if (rest.IsEmpty)
             {
                 break;
-            }
-
-            if (rest[0] == '*')
-            {
-                // "*" matches any current representation (RFC 9110 13.1.1, 13.1.2).
-                return true;
             }
 
             if (!TryReadTag(ref rest, out ReadOnlySpan<char> tag, out bool weak))

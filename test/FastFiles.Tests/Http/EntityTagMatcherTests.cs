@@ -46,6 +46,28 @@ public sealed class EntityTagMatcherTests
         Assert.Equal(strongResult, EntityTagMatcher.AnyMatches(header, "W/" + ETag, strong: true));
     }
 
+    // RFC 9110 13.1.1/13.1.2: If-Match = "*" / #entity-tag. A "*" matches only as the whole field value; in a list, or
+    // followed by anything, it is a malformed member (skipped), as nginx reads it.
+    [Theory]
+    [InlineData(" * ", true)]
+    [InlineData("\"other\", *", false)]
+    [InlineData("*, \"other\"", false)]
+    [InlineData("*, \"abc-12\"", true)]
+    [InlineData("*x", null)]
+    [InlineData("**", null)]
+    public void A_star_counts_only_as_the_whole_value(string header, bool? expected)
+    {
+        Assert.Equal(expected, EntityTagMatcher.AnyMatches(header, ETag, strong: true));
+        Assert.Equal(expected, EntityTagMatcher.AnyMatches(new StringValues(header), ETag, strong: false));
+    }
+
+    [Fact]
+    public void A_star_on_one_of_several_field_lines_is_a_malformed_member()
+    {
+        Assert.False(EntityTagMatcher.AnyMatches(new StringValues(["*", "\"other\""]), ETag, strong: false));
+        Assert.Null(EntityTagMatcher.AnyMatches(new StringValues(["*", ""]), ETag, strong: false));
+    }
+
     [Theory]
     [InlineData("abc-12")]
     [InlineData("\"abc-12")]
