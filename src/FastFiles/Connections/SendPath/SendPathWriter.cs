@@ -60,6 +60,9 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
     // A Kestrel flush (or the final drain) waiting for the batching send to finish.
     private ManualResetValueTaskSourceCore<FlushResult> _batchDone = new() { RunContinuationsAsynchronously = true };
     private bool _waitingForBatch;
+
+    // The one waiting for the batching send is a Kestrel flush (not a hole or the drain taking the socket).
+    private bool _flushWaiting;
     private byte[]? _tail;
     private int _tailLength;
     private long _unflushed;
@@ -228,9 +231,7 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
 
                 if (_batchSending)
                 {
-                    _waitingForBatch = true;
-                    var behind = new ValueTask<FlushResult>(this, _batchDone.Version);
-                    return cancellationToken.CanBeCanceled ? WaitForBatchAsync(behind, cancellationToken) : behind;
+                    return WaitBehindBatch(cancellationToken);
                 }
             }
             else if (_input is { UnexaminedInput: true } && _queuedBytes <= MaxBatchBytes)
@@ -248,38 +249,22 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
                 return new ValueTask<FlushResult>(_failed ? Closed : Done);
             }
 
-            _ownerSending = true;
+            // The socket is full: the rest leaves as a batching send (so CancelPendingFlush can give up this flush's
+            // wait while the send goes on, and later flushes queue behind it instead of sending beside it).
+            _batchSending = true;
+            ValueTask<FlushResult> waiting = WaitBehindBatch(cancellationToken);
+            _ = SendBatchSlowAsync();
+            return waiting;
         }
-
-        return FlushSlowAsync(cancellationToken);
     }
 
-    // The socket buffer is full: wait for it on the runtime's epoll loop, then go on inline. A send to the socket cannot
-    // be taken back, so the flush's token ends the connection, as Kestrel does when a flush of its own pipe is canceled
-    // (ConnectionOrStreamAbortedByCancellationToken); the flush then throws as a pipe's would.
-    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
-    private async ValueTask<FlushResult> FlushSlowAsync(CancellationToken cancellationToken)
+    /// <summary>A flush that waits for the batching send; the caller holds <c>_sync</c> and <c>_batchSending</c> is set.</summary>
+    private ValueTask<FlushResult> WaitBehindBatch(CancellationToken cancellationToken)
     {
-        CancellationTokenRegistration canceled = AbortOnCancel(cancellationToken);
-        try
-        {
-            await SendQueuedAsync();
-        }
-        finally
-        {
-            canceled.Dispose();
-            EndOwnerSend();
-        }
-
-        cancellationToken.ThrowIfCancellationRequested();
-
-        if (_cancelRequested)
-        {
-            _cancelRequested = false;
-            return Canceled;
-        }
-
-        return _failed ? Closed : Done;
+        _waitingForBatch = true;
+        _flushWaiting = true;
+        var behind = new ValueTask<FlushResult>(this, _batchDone.Version);
+        return cancellationToken.CanBeCanceled ? WaitForBatchAsync(behind, cancellationToken) : behind;
     }
 
     // A flush behind the batching send is bound by its token as one waiting on the socket itself: the abort fails the
@@ -320,7 +305,8 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
         lock (_sync)
         {
             _batchQueued = false;
-            if (_failed || _released || _holding || _ownerSending || _queued.Count == 0 || SendQueuedInline(more: false))
+            // A flush that found the socket full may have started a batching send while this one was queued.
+            if (_failed || _released || _holding || _ownerSending || _batchSending || _queued.Count == 0 || SendQueuedInline(more: false))
             {
                 return;
             }
@@ -354,6 +340,7 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
                 if (_waitingForBatch)
                 {
                     _waitingForBatch = false;
+                    _flushWaiting = false;
                     _batchDone.SetResult(_failed ? Closed : Done);
                 }
             }
@@ -573,7 +560,23 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
                 static s => ((SendPathWriter)s!)._connection.Abort(new ConnectionAbortedException("A flush waiting for the socket was canceled by its token.")), this)
             : default;
 
-    public override void CancelPendingFlush() => _cancelRequested = true;
+    // As a Pipe's: a flush waiting now completes at once as canceled (its bytes still go out, by the batching send); with
+    // none waiting, the next flush is canceled.
+    public override void CancelPendingFlush()
+    {
+        lock (_sync)
+        {
+            if (_flushWaiting)
+            {
+                _flushWaiting = false;
+                _waitingForBatch = false;
+                _batchDone.SetResult(Canceled);
+                return;
+            }
+        }
+
+        _cancelRequested = true;
+    }
 
     public override void Complete(Exception? exception = null)
     {
