@@ -129,15 +129,9 @@ public sealed class Http2TlsOutputStageHoldingTests : IDisposable
                 o.MaxBufferSize = 2L * 1024 * 1024 * 1024;
             }));
 
-        using var tcp = new TcpClient { ReceiveBufferSize = 4096 };
-        await tcp.ConnectAsync(IPAddress.Loopback, host.Https.Port);
-        await using var tls = new SslStream(tcp.GetStream());
-        await tls.AuthenticateAsClientAsync(new SslClientAuthenticationOptions
-        {
-            TargetHost = "localhost",
-            ApplicationProtocols = [SslApplicationProtocol.Http11],
-            RemoteCertificateValidationCallback = (_, cert, _, _) => cert is not null && cert.GetCertHashString() == TestCertificate.Instance.GetCertHashString(),
-        });
+        (TcpClient tcpClient, SslStream tlsStream) = await TestCertificate.ConnectHttp11Async(host.Https.Port);
+        using TcpClient tcp = tcpClient;
+        await using SslStream tls = tlsStream;
         await tls.WriteAsync(Encoding.ASCII.GetBytes($"GET /stream/{Length} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
 
         // Read only once the app has written everything: Kestrel then ends the connection with the tail still staged.
@@ -250,15 +244,9 @@ public sealed class Http2TlsOutputStageHoldingTests : IDisposable
                 l.UseHttp2TlsOutputStage(o => o.Mode = staged ? Http2TlsOutputStageMode.AllProtocols : Http2TlsOutputStageMode.Disabled);
             });
 
-        using var tcp = new TcpClient { ReceiveBufferSize = 4096 };
-        await tcp.ConnectAsync(IPAddress.Loopback, host.Https.Port);
-        await using var tls = new SslStream(tcp.GetStream());
-        await tls.AuthenticateAsClientAsync(new SslClientAuthenticationOptions
-        {
-            TargetHost = "localhost",
-            ApplicationProtocols = [SslApplicationProtocol.Http11],
-            RemoteCertificateValidationCallback = (_, cert, _, _) => cert is not null && cert.GetCertHashString() == TestCertificate.Instance.GetCertHashString(),
-        });
+        (TcpClient tcpClient, SslStream tlsStream) = await TestCertificate.ConnectHttp11Async(host.Https.Port);
+        using TcpClient tcp = tcpClient;
+        await using SslStream tls = tlsStream;
         await tls.WriteAsync(Encoding.ASCII.GetBytes($"GET /cancelflush/{Length} HTTP/1.1\r\nHost: localhost\r\n\r\n"));
 
         // A slow reader: bursts and pauses, so the server's TLS writes wait on the socket.

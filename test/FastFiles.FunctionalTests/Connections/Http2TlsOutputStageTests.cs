@@ -240,15 +240,9 @@ public sealed class Http2TlsOutputStageTests : IDisposable
         });
         await using TestHost _ = host;
 
-        using var tcp = new TcpClient { ReceiveBufferSize = 4096 };
-        await tcp.ConnectAsync(IPAddress.Loopback, host.Https.Port);
-        await using var tls = new SslStream(tcp.GetStream());
-        await tls.AuthenticateAsClientAsync(new SslClientAuthenticationOptions
-        {
-            TargetHost = "localhost",
-            ApplicationProtocols = [SslApplicationProtocol.Http11],
-            RemoteCertificateValidationCallback = (_, cert, _, _) => cert is not null && cert.GetCertHashString() == TestCertificate.Instance.GetCertHashString(),
-        });
+        (TcpClient tcpClient, SslStream tlsStream) = await TestCertificate.ConnectHttp11Async(host.Https.Port);
+        using TcpClient tcp = tcpClient;
+        await using SslStream tls = tlsStream;
         await tls.WriteAsync(Encoding.ASCII.GetBytes($"GET /stream/{Length} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
 
         // Only once the server is done with the response (and so is about to end the connection) does the client read.

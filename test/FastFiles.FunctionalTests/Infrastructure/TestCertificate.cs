@@ -1,3 +1,6 @@
+using System.Net;
+using System.Net.Security;
+using System.Net.Sockets;
 using System.Security.Cryptography;
 using System.Security.Cryptography.X509Certificates;
 
@@ -9,6 +12,27 @@ public static class TestCertificate
     private static readonly Lazy<X509Certificate2> Lazy = new(Create);
 
     public static X509Certificate2 Instance => Lazy.Value;
+
+    /// <summary>Trusts exactly <see cref="Instance"/>.</summary>
+    public static bool Validate(X509Certificate? certificate) => certificate is not null && certificate.GetCertHashString() == Instance.GetCertHashString();
+
+    /// <summary>
+    /// A raw HTTP/1.1-over-TLS client on a loopback port, with a small receive buffer so a client that does not read
+    /// soon fills the server's socket. The caller disposes both.
+    /// </summary>
+    public static async Task<(TcpClient Tcp, SslStream Tls)> ConnectHttp11Async(int port, int receiveBufferSize = 4096)
+    {
+        var tcp = new TcpClient { ReceiveBufferSize = receiveBufferSize };
+        await tcp.ConnectAsync(IPAddress.Loopback, port);
+        var tls = new SslStream(tcp.GetStream());
+        await tls.AuthenticateAsClientAsync(new SslClientAuthenticationOptions
+        {
+            TargetHost = "localhost",
+            ApplicationProtocols = [SslApplicationProtocol.Http11],
+            RemoteCertificateValidationCallback = (_, cert, _, _) => Validate(cert),
+        });
+        return (tcp, tls);
+    }
 
     private static X509Certificate2 Create()
     {
