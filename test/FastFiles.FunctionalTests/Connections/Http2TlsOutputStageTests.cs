@@ -224,8 +224,12 @@ public sealed class Http2TlsOutputStageTests : IDisposable
         }
     }
 
-    [Fact]
-    public async Task Tail_still_in_the_stage_when_the_connection_ends_reaches_the_client()
+    // 128 MiB: four times the body. 2 GiB: with Kestrel's default MinResponseDataRate (240 B/s) the tail's grace period
+    // is more than a timer can wait (Task.WaitAsync throws past about 49.7 days); the tail must still arrive whole.
+    [Theory]
+    [InlineData(128L * 1024 * 1024)]
+    [InlineData(2L * 1024 * 1024 * 1024)]
+    public async Task Tail_still_in_the_stage_when_the_connection_ends_reaches_the_client(long bound)
     {
         // A bound far above the body lets Kestrel finish the response, and close the connection (Connection: close),
         // while most of the body still waits in the stage's pipe behind a client that has not read yet. TLS must not be
@@ -236,7 +240,7 @@ public sealed class Http2TlsOutputStageTests : IDisposable
         (TestHost host, Http2TlsOutputStageOptions stage) = await StartAsync(o =>
         {
             o.Mode = Http2TlsOutputStageMode.AllProtocols;
-            o.MaxBufferSize = 4L * Length;
+            o.MaxBufferSize = bound;
         });
         await using TestHost _ = host;
 
