@@ -47,11 +47,25 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardin
     public async Task SendFileAsync(string path, long offset, long? count, CancellationToken cancellationToken = default)
     {
         ArgumentException.ThrowIfNullOrEmpty(path);
+        FileStamp stampOut;
 
         // FileNotFoundException propagates as it does from the stock fallback: UseStaticFiles turns it into a 404.
         // The stamp is the version this body is sent from, read from the descriptor. The caller built its headers from an
         // earlier look at the path; from here on, a write into the file is caught before the body's last bytes leave.
-        using SafeFileHandle file = FileVersion.OpenHandle(path, out FileStamp stamp);
+        SafeFileHandle file;
+        try
+        {
+            file = FileVersion.OpenHandle(path, out FileStamp opened);
+            stampOut = opened;
+        }
+        catch (UnauthorizedAccessException) when (Directory.Exists(path))
+        {
+            // The stock fallback reads FileInfo.Length first, which throws FileNotFoundException for a directory.
+            throw new FileNotFoundException("The path names a directory, not a file.", path);
+        }
+
+        using SafeFileHandle owned = file;
+        FileStamp stamp = stampOut;
         long length = stamp.Length;
 
         // Same contract as the stock SendFileFallback.
@@ -67,6 +81,23 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardin
 
         long toSend = count ?? length - offset;
         cancellationToken.ThrowIfCancellationRequested();
+
+        // As the stock fallback: nothing to copy writes nothing, so the response is not started.
+        if (toSend == 0)
+        {
+            return;
+        }
+
+        // Kestrel checks Content-Length on each write; ours go through Advance after StartAsync, so its check would
+        // fire only once the headers are out (a reset instead of the stock 500). Make the same check before starting.
+        var responseFeature = (IHttpResponseFeature)_inner;
+        if (!responseFeature.HasStarted && responseFeature.Headers.ContentLength is { } declared && toSend > declared
+            && !responseFeature.Headers.ContainsKey("Transfer-Encoding")
+            && !Microsoft.AspNetCore.Http.HttpMethods.IsHead(((IHttpRequestFeature)_inner).Method)
+            && responseFeature.StatusCode is not (204 or 205 or 304))
+        {
+            throw new InvalidOperationException($"Response Content-Length mismatch: too many bytes written ({toSend} of {declared}).");
+        }
 
         CancellationToken aborted = _lifetime.RequestAborted;
         using CancellationTokenRegistration link = cancellationToken.CanBeCanceled && cancellationToken != aborted
