@@ -243,10 +243,32 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
             return null;
         }
 
+        // The version the cached entry already hashes (or has hashed): a burst of misses for one new file builds the
+        // entry once per request, and each must not read the whole file again.
+        if (_entries.TryGetValue(key, out CachedFile? cached) && SameVersionHash(cached, opened) is { } shared)
+        {
+            return shared;
+        }
+
         ContentHash? hash = null;
         hash = ContentHash.ForFile(opened.PhysicalPath!, opened.Stamp, _hashGate, _neededGate, () => Forget(key, hash!), _stopping.Token);
         hash.Start();
         return hash;
+    }
+
+    private static ContentHash? SameVersionHash(CachedFile entry, FileVersion opened)
+    {
+        foreach (FileVersion? version in entry.Variants.Prepend(entry.Identity))
+        {
+            if (version is { ContentHash: { Failed: false } hash, Content: null }
+                && version.Stamp == opened.Stamp
+                && string.Equals(version.PhysicalPath, opened.PhysicalPath, StringComparison.Ordinal))
+            {
+                return hash;
+            }
+        }
+
+        return null;
     }
 
     // The hash found the file changed, or failed (EMFILE, EIO): the entry goes, so the next request builds it again
@@ -281,7 +303,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         {
             bool exists = FileStamp.TryGet(entry.SidecarPaths[i], out FileStamp sidecar) && !sidecar.IsDirectory;
             FileStamp? expected = entry.SidecarStamps[i];
-            if (exists != expected.HasValue || (exists && entry.Variants[i] is not null && sidecar != expected!.Value))
+            if (exists != expected.HasValue || (exists && sidecar != expected!.Value))
             {
                 return false;
             }

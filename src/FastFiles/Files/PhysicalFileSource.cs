@@ -12,14 +12,36 @@ namespace FastFiles.Files;
 internal sealed partial class PhysicalFileSource : FileSource
 {
     private readonly string _root;
-    private readonly string _realRootWithSeparator;
+    // The root's real location; re-read when a path falls outside it, since the root may itself be a symbolic link
+    // swapped to a new directory (an atomic "current -> releases/N" deploy).
+    private volatile string _realRootWithSeparator;
     private readonly bool _followLinksOutsideRoot;
 
     public PhysicalFileSource(string root, bool followLinksOutsideRoot)
     {
         _root = Path.TrimEndingDirectorySeparator(Path.GetFullPath(root));
         _followLinksOutsideRoot = followLinksOutsideRoot;
-        _realRootWithSeparator = Path.TrimEndingDirectorySeparator(RealPath(_root)) + Path.DirectorySeparatorChar;
+        _realRootWithSeparator = RealRootWithSeparator();
+    }
+
+    private string RealRootWithSeparator() => Path.TrimEndingDirectorySeparator(RealPath(_root)) + Path.DirectorySeparatorChar;
+
+    // Under the root's real location as last read, or as it is now (the root link was swapped since).
+    private bool UnderRealRoot(string real)
+    {
+        if (real.StartsWith(_realRootWithSeparator, StringComparison.Ordinal))
+        {
+            return true;
+        }
+
+        string now = RealRootWithSeparator();
+        if (string.Equals(now, _realRootWithSeparator, StringComparison.Ordinal))
+        {
+            return false;
+        }
+
+        _realRootWithSeparator = now;
+        return real.StartsWith(now, StringComparison.Ordinal);
     }
 
     public string Root => _root;
@@ -62,14 +84,14 @@ internal sealed partial class PhysicalFileSource : FileSource
     public override bool DirectoryExists(string subpath) => Directory.Exists(MapPath(subpath));
 
     private bool IsInsideRoot(string path)
-        => _followLinksOutsideRoot || (RealPath(path) + Path.DirectorySeparatorChar).StartsWith(_realRootWithSeparator, StringComparison.Ordinal);
+        => _followLinksOutsideRoot || UnderRealRoot(RealPath(path) + Path.DirectorySeparatorChar);
 
     private bool IsInsideRoot(SafeFileHandle handle, string path)
     {
         // On Linux the kernel tells us where the open descriptor really points, with no window between check
         // and use; elsewhere resolve the path.
         string real = OperatingSystem.IsLinux() ? DescriptorPath(handle) ?? RealPath(path) : RealPath(path);
-        return real.StartsWith(_realRootWithSeparator, StringComparison.Ordinal);
+        return UnderRealRoot(real);
     }
 
     private static unsafe string? DescriptorPath(SafeFileHandle handle)

@@ -1,0 +1,61 @@
+using FastFiles.Caching;
+using FastFiles.Diagnostics;
+using FastFiles.Files;
+using FastFiles.Http;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.Extensions.Logging.Abstractions;
+
+namespace FastFiles.Tests.Caching;
+
+/// <summary>README: "The hash is computed once per file version by the file cache". A burst of misses for one new
+/// large file (every request finds no entry and builds one) must not hash the same version once per request.</summary>
+public sealed class ContentHashHerdTests : IDisposable
+{
+    private readonly string _root = Directory.CreateTempSubdirectory("ff-herd-").FullName;
+
+    public void Dispose() => Directory.Delete(_root, recursive: true);
+
+    private static long ReadChars()
+        => long.Parse(File.ReadAllLines("/proc/self/io").First(l => l.StartsWith("rchar:", StringComparison.Ordinal))[6..].Trim());
+
+    [Fact]
+    public async Task Herd_of_misses_for_one_large_file_hashes_it_about_once()
+    {
+        if (!OperatingSystem.IsLinux())
+        {
+            return;
+        }
+
+        const int Size = 8 * 1024 * 1024;
+        const int Herd = 16;
+        var bytes = new byte[Size];
+        new Random(1).NextBytes(bytes);
+        File.WriteAllBytes(Path.Combine(_root, "big.bin"), bytes);
+
+        var options = new FastFilesOptions { MaxCachedFileSize = 64 * 1024 };
+        using var cache = new FileCache(
+            new PhysicalFileSource(_root, followLinksOutsideRoot: false), string.Empty, options, new FastFilesMetrics(null), NullLogger.Instance, contentHashETags: true);
+
+        long before = ReadChars();
+        CachedFile? last = null;
+        var built = new List<CachedFile>();
+        for (int i = 0; i < Herd; i++)
+        {
+            // As concurrent requests that all missed: each builds the entry (the middleware does not coalesce misses).
+            last = cache.Build("/big.bin", "/big.bin", new FileResponseSettings(), precompressed: false);
+            built.Add(last!);
+        }
+
+        // Every hash started has finished (queued behind one gate, in order).
+        foreach (CachedFile entry in built)
+        {
+            await entry.Identity.ContentHash!.WhenReady();
+        }
+
+        Assert.NotNull(last!.Identity.ETag);
+        long read = ReadChars() - before;
+
+        // One version: about one read of the file, not one per request (16 x 8 MiB).
+        Assert.True(read < 3L * Size, $"read {read / (1024 * 1024)} MiB to hash one {Size / (1024 * 1024)} MiB version");
+    }
+}
