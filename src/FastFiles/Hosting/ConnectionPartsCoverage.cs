@@ -159,6 +159,8 @@ internal static class ConnectionPartsCoverage
         {
             if (state.Registered)
             {
+                // A later call's options replace the earlier ones (the callbacks read them from FastFilesKestrelState).
+                state.Parts = parts;
                 return;
             }
 
@@ -199,7 +201,7 @@ internal static class ConnectionPartsCoverage
 
                 applyParts(listen, true);
                 Covered(listen);
-                Log.UrlEndpointConnections(CreateLogger(services), parts, NameOf(listen));
+                Log.UrlEndpointConnections(CreateLogger(services), state.Parts, NameOf(listen));
             }
             else
             {
@@ -360,7 +362,7 @@ internal static class ConnectionPartsCoverage
     }
 
     // ListenOptions shows its scheme ("https://...") once UseHttps has run; Kestrel keeps the flag itself internal.
-    private static bool IsTls(ListenOptions listenOptions) => NameOf(listenOptions).StartsWith("https://", StringComparison.OrdinalIgnoreCase);
+    internal static bool IsTls(ListenOptions listenOptions) => NameOf(listenOptions).StartsWith("https://", StringComparison.OrdinalIgnoreCase);
 
     private static ILogger CreateLogger(IServiceProvider services)
         => services.GetService<ILoggerFactory>()?.CreateLogger(LoggerCategory) ?? NullLogger.Instance;

@@ -66,6 +66,14 @@ internal static class EndpointWiring
                     return;
                 }
 
+                if (ConnectionPartsCoverage.IsTls(e.ListenOptions))
+                {
+                    // The app's endpoint defaults, which Kestrel runs before this callback, already added TLS: the parts go
+                    // behind it, and the loader adds no TLS of its own.
+                    UseParts(e.ListenOptions, fastFiles, InnerParts.All);
+                    return;
+                }
+
                 if (e.ConfigSection.GetSection("Sni").GetChildren().Any())
                 {
                     // Kestrel's SNI selector (per-host certificates, protocols and client-certificate modes) is internal, so

@@ -45,6 +45,7 @@ public static class FastFilesKestrelServerOptionsExtensions
         // Configuration first, then code, as for FastFiles' other options.
         options.ApplicationServices?.GetService<IConfiguration>()?.GetSection(FastFilesConfiguration.KestrelSectionName).Bind(fastFiles);
         configure?.Invoke(fastFiles);
+        Validate(fastFiles);
         if (FastFilesKestrelState.Of(options.ApplicationServices) is { } state)
         {
             state.Options = fastFiles;
@@ -58,8 +59,9 @@ public static class FastFilesKestrelServerOptionsExtensions
             ConnectionPartsCoverage.Register(
                 options,
                 parts,
-                listen => DescriptorReserveConnectionMiddleware.Use(listen, fastFiles.DescriptorReserve),
-                (listen, https) => EndpointWiring.ApplyToUrlEndpoint(listen, https, fastFiles));
+                // The options of the last call, as for configuration and code endpoints (read when each endpoint is built).
+                listen => DescriptorReserveConnectionMiddleware.Use(listen, Latest(listen, fastFiles).DescriptorReserve),
+                (listen, https) => EndpointWiring.ApplyToUrlEndpoint(listen, https, Latest(listen, fastFiles)));
         }
 
         if (options.ConfigurationLoader is { } loader)
@@ -68,5 +70,44 @@ public static class FastFilesKestrelServerOptionsExtensions
         }
 
         return options;
+    }
+
+    private static FastFilesKestrelOptions Latest(ListenOptions listen, FastFilesKestrelOptions thisCall)
+        => FastFilesKestrelState.Of(listen.ApplicationServices)?.Options ?? thisCall;
+
+    // As for FastFilesOptions: a negative size, count or interval stops the host at start, naming the option.
+    private static void Validate(FastFilesKestrelOptions o)
+    {
+        var failures = new List<string>();
+        const string section = FastFilesConfiguration.KestrelSectionName;
+        if (o.DescriptorReserve < 0)
+        {
+            failures.Add($"{section}:{nameof(o.DescriptorReserve)} must not be negative (it is {o.DescriptorReserve}).");
+        }
+
+        if (o.ZeroCopySendFile.MinimumLength < 0)
+        {
+            failures.Add($"{section}:ZeroCopySendFile:{nameof(o.ZeroCopySendFile.MinimumLength)} must not be negative (it is {o.ZeroCopySendFile.MinimumLength}).");
+        }
+
+        if (o.ZeroCopySendFile.CachedMinimumLength < 0)
+        {
+            failures.Add($"{section}:ZeroCopySendFile:{nameof(o.ZeroCopySendFile.CachedMinimumLength)} must not be negative (it is {o.ZeroCopySendFile.CachedMinimumLength}).");
+        }
+
+        if (o.ZeroCopySendFile.RecentWriteWindow < TimeSpan.Zero)
+        {
+            failures.Add($"{section}:ZeroCopySendFile:{nameof(o.ZeroCopySendFile.RecentWriteWindow)} must not be negative (it is {o.ZeroCopySendFile.RecentWriteWindow}).");
+        }
+
+        if (o.Http2TlsOutputStage.MaxBufferSize is < 1 and long bound)
+        {
+            failures.Add($"{section}:Http2TlsOutputStage:{nameof(o.Http2TlsOutputStage.MaxBufferSize)} must be at least 1 (it is {bound}).");
+        }
+
+        if (failures.Count > 0)
+        {
+            throw new Microsoft.Extensions.Options.OptionsValidationException(Microsoft.Extensions.Options.Options.DefaultName, typeof(FastFilesKestrelOptions), failures);
+        }
     }
 }

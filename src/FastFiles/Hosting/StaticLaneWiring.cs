@@ -62,14 +62,16 @@ internal static class StaticLaneWiring
     private static StaticLaneRoot[] BuildRoots(StaticLaneOptions lane, ListenOptions listenOptions)
     {
         IServiceProvider services = listenOptions.ApplicationServices;
-        FastFilesOptions fastFiles = services.GetService<IOptions<FastFilesOptions>>()?.Value ?? new FastFilesOptions();
+        // The options UseFastFiles() uses: the container's with AddFastFiles, else the FastFiles sections bound here.
+        FastFilesOptions fastFiles = FastFilesConfiguration.FastFilesOptions(services);
+        FastStaticFileOptions? appFiles = null;
         bool serverHeader = listenOptions.KestrelServerOptions?.AddServerHeader ?? true;
         ILogger cacheLogger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Caching") ?? NullLogger.Instance;
         FastFilesMetrics metrics = FastFilesMetrics.For(services);
         var roots = new List<StaticLaneRoot>();
         foreach (StaticLaneRootOptions root in lane.Roots)
         {
-            FastStaticFileOptions files = root.Files ?? services.GetService<IOptions<FastStaticFileOptions>>()?.Value ?? new FastStaticFileOptions();
+            FastStaticFileOptions files = root.Files ?? (appFiles ??= FastFilesConfiguration.StaticFileOptions(services));
             if (files.OnPrepareResponse is not null)
             {
                 throw new InvalidOperationException("A static lane root cannot use OnPrepareResponse: lane responses never run application code.");

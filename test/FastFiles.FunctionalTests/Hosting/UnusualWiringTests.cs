@@ -1,0 +1,154 @@
+using System.Diagnostics.Metrics;
+using FastFiles.FunctionalTests.Infrastructure;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Hosting.Server.Features;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.FileProviders;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+
+namespace FastFiles.FunctionalTests.Hosting;
+
+/// <summary>Wiring in less usual shapes: UseFastFilesConnections called twice, lane roots without AddFastFiles, endpoint defaults that add TLS, negative Kestrel-side options.</summary>
+public sealed class UnusualWiringTests
+{
+    // Two UseFastFilesConnections calls (a shared setup, then the app's own): the last options apply to endpoints from
+    // Kestrel:Endpoints and to code endpoints (FastFilesKestrelState), so they must apply to URL endpoints too.
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public async Task Second_UseFastFilesConnections_call_reaches_url_and_configuration_endpoints_alike(bool fromConfiguration)
+    {
+        using var files = new TestFiles();
+        byte[] content = files.Create("page.txt", 100_000);
+        File.SetLastWriteTimeUtc(files.PathOf("page.txt"), DateTime.UtcNow.AddHours(-1));
+
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
+        {
+            Args = fromConfiguration
+                ? ["--hostBuilder:reloadConfigOnChange=false", "--Kestrel:Endpoints:Plain:Url=http://127.0.0.1:0"]
+                : ["--hostBuilder:reloadConfigOnChange=false", "--urls", "http://127.0.0.1:0"],
+            EnvironmentName = Environments.Production,
+            ContentRootPath = AppContext.BaseDirectory,
+        });
+        builder.Logging.ClearProviders();
+        builder.Services.AddFastFiles(o => o.EnableFileCache = false);
+        builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections());
+        builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections(o => o.EnableZeroCopySendFile = true));
+        WebApplication app = builder.Build();
+        app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(files.Root) });
+        await app.StartAsync();
+        await using (app)
+        {
+            var address = new Uri(app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single());
+            using var sendfile = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
+            RawResponse response = await RawHttp.SendAsync(address, "/page.txt");
+            Assert.Equal(content, response.Body);
+            Assert.Equal(content.Length, await Poll.UntilAsync(() => sendfile.Total, content.Length));
+            await app.StopAsync();
+        }
+    }
+
+    // Without AddFastFiles, UseFastFiles() binds FastFiles:StaticFiles itself (README "Configuration"); a lane root with
+    // Files = null uses "the UseFastFiles root and options", so the lane's responses must carry the same Cache-Control.
+    [Fact]
+    public async Task Lane_root_without_AddFastFiles_uses_the_options_UseFastFiles_binds()
+    {
+        using var files = new TestFiles();
+        files.Create("page.txt", 1000);
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
+        {
+            Args = ["--hostBuilder:reloadConfigOnChange=false", "--FastFiles:StaticFiles:CacheControl=public, max-age=77"],
+            EnvironmentName = Environments.Production,
+            ContentRootPath = AppContext.BaseDirectory,
+        });
+        builder.Logging.ClearProviders();
+        builder.Services.ConfigureFastStaticFiles(o => o.FileProvider = new PhysicalFileProvider(files.Root));
+        builder.Services.ConfigureStaticLane(lane => lane.Roots.Add(new StaticLaneRootOptions()));
+        builder.WebHost.ConfigureKestrel(k => k.Listen(System.Net.IPAddress.Loopback, 0, l => l.UseStaticLane()));
+        WebApplication app = builder.Build();
+        app.UseFastFiles();
+        await app.StartAsync();
+        await using (app)
+        {
+            var address = new Uri(app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single());
+            using var lane = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), "fastfiles.lane.requests");
+            RawResponse fromApp = await RawHttp.SendAsync(address, "/page.txt?x=1");   // a query: handed to Kestrel, UseFastFiles answers
+            RawResponse fromLane = await RawHttp.SendAsync(address, "/page.txt");
+            Assert.Equal(1, await Poll.UntilAsync(() => lane.Total, 1));
+            Assert.Equal("public, max-age=77", fromApp.Headers["Cache-Control"]);
+            Assert.Equal("public, max-age=77", fromLane.Headers["Cache-Control"]);
+            await app.StopAsync();
+        }
+    }
+
+    // Kestrel runs the endpoint defaults before an endpoint's configuration callback ("EndpointDefaults or
+    // configureEndpoint may have added an https adapter"): an app whose defaults add TLS must not get a second TLS layer
+    // from FastFiles' callback on a Kestrel:Endpoints HTTPS endpoint (the URL path already checks for this).
+    [Fact]
+    public async Task Configuration_endpoint_whose_defaults_added_tls_gets_no_second_tls_layer()
+    {
+        using var files = new TestFiles();
+        files.Create("page.txt", 1000);
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
+        {
+            Args = ["--hostBuilder:reloadConfigOnChange=false", "--Kestrel:Endpoints:Tls:Url=https://127.0.0.1:0"],
+            EnvironmentName = Environments.Production,
+            ContentRootPath = AppContext.BaseDirectory,
+        });
+        builder.Logging.ClearProviders();
+        builder.Services.AddFastFiles();
+        builder.WebHost.ConfigureKestrel(k =>
+        {
+            k.ConfigureEndpointDefaults(l => l.UseHttps(TestCertificate.Instance));
+            k.UseFastFilesConnections();
+        });
+        WebApplication app = builder.Build();
+        app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(files.Root) });
+        await app.StartAsync();
+        await using (app)
+        {
+            var address = new Uri(app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single());
+            using var handler = new HttpClientHandler { ServerCertificateCustomValidationCallback = HttpClientHandler.DangerousAcceptAnyServerCertificateValidator };
+            using var client = new HttpClient(handler) { Timeout = TimeSpan.FromSeconds(20) };
+            using HttpResponseMessage response = await client.GetAsync(new Uri(address, "/page.txt"));
+            Assert.Equal(System.Net.HttpStatusCode.OK, response.StatusCode);
+            await app.StopAsync();
+        }
+    }
+
+    // README "Configuration": negative sizes, counts or intervals stop the host at start with an
+    // OptionsValidationException naming the option; the FastFiles:Kestrel section is part of that configuration.
+    [Theory]
+    [InlineData("FastFiles:Kestrel:DescriptorReserve", "-1")]
+    [InlineData("FastFiles:Kestrel:ZeroCopySendFile:MinimumLength", "-1")]
+    [InlineData("FastFiles:Kestrel:ZeroCopySendFile:RecentWriteWindow", "-00:00:01")]
+    public async Task Negative_kestrel_option_stops_the_host_at_start(string key, string value)
+    {
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
+        {
+            Args = ["--hostBuilder:reloadConfigOnChange=false", "--urls", "http://127.0.0.1:0", $"--{key}={value}"],
+            EnvironmentName = Environments.Production,
+            ContentRootPath = AppContext.BaseDirectory,
+        });
+        builder.Logging.ClearProviders();
+        builder.Services.AddFastFiles();
+        builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections(o => o.EnableZeroCopySendFile = true));
+        WebApplication? app = null;
+        var error = await Assert.ThrowsAsync<Microsoft.Extensions.Options.OptionsValidationException>(async () =>
+        {
+            app = builder.Build();   // Kestrel's options are settled while the app is built or started
+            app.UseFastFiles();
+            await app.StartAsync();
+        });
+        Assert.Contains(key.Split(':')[^1], error.Message, StringComparison.Ordinal);
+        if (app is not null)
+        {
+            await app.DisposeAsync();
+        }
+    }
+}
