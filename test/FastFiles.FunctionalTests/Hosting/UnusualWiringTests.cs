@@ -27,15 +27,9 @@ public sealed class UnusualWiringTests
         byte[] content = files.Create("page.txt", 100_000);
         File.SetLastWriteTimeUtc(files.PathOf("page.txt"), DateTime.UtcNow.AddHours(-1));
 
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
-        {
-            Args = fromConfiguration
-                ? ["--hostBuilder:reloadConfigOnChange=false", "--Kestrel:Endpoints:Plain:Url=http://127.0.0.1:0"]
-                : ["--hostBuilder:reloadConfigOnChange=false", "--urls", "http://127.0.0.1:0"],
-            EnvironmentName = Environments.Production,
-            ContentRootPath = AppContext.BaseDirectory,
-        });
-        builder.Logging.ClearProviders();
+        WebApplicationBuilder builder = CreateBuilder(fromConfiguration
+            ? ["--Kestrel:Endpoints:Plain:Url=http://127.0.0.1:0"]
+            : ["--urls", "http://127.0.0.1:0"]);
         builder.Services.AddFastFiles(o => o.EnableFileCache = false);
         builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections());
         builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections(o => o.EnableZeroCopySendFile = true));
@@ -60,13 +54,7 @@ public sealed class UnusualWiringTests
     {
         using var files = new TestFiles();
         files.Create("page.txt", 1000);
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
-        {
-            Args = ["--hostBuilder:reloadConfigOnChange=false", "--FastFiles:StaticFiles:CacheControl=public, max-age=77"],
-            EnvironmentName = Environments.Production,
-            ContentRootPath = AppContext.BaseDirectory,
-        });
-        builder.Logging.ClearProviders();
+        WebApplicationBuilder builder = CreateBuilder(["--FastFiles:StaticFiles:CacheControl=public, max-age=77"]);
         builder.Services.ConfigureFastStaticFiles(o => o.FileProvider = new PhysicalFileProvider(files.Root));
         builder.Services.ConfigureStaticLane(lane => lane.Roots.Add(new StaticLaneRootOptions()));
         builder.WebHost.ConfigureKestrel(k => k.Listen(System.Net.IPAddress.Loopback, 0, l => l.UseStaticLane()));
@@ -94,13 +82,7 @@ public sealed class UnusualWiringTests
     {
         using var files = new TestFiles();
         files.Create("page.txt", 1000);
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
-        {
-            Args = ["--hostBuilder:reloadConfigOnChange=false", "--Kestrel:Endpoints:Tls:Url=https://127.0.0.1:0"],
-            EnvironmentName = Environments.Production,
-            ContentRootPath = AppContext.BaseDirectory,
-        });
-        builder.Logging.ClearProviders();
+        WebApplicationBuilder builder = CreateBuilder(["--Kestrel:Endpoints:Tls:Url=https://127.0.0.1:0"]);
         builder.Services.AddFastFiles();
         builder.WebHost.ConfigureKestrel(k =>
         {
@@ -129,13 +111,7 @@ public sealed class UnusualWiringTests
     [InlineData("FastFiles:Kestrel:ZeroCopySendFile:RecentWriteWindow", "-00:00:01")]
     public async Task Negative_kestrel_option_stops_the_host_at_start(string key, string value)
     {
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
-        {
-            Args = ["--hostBuilder:reloadConfigOnChange=false", "--urls", "http://127.0.0.1:0", $"--{key}={value}"],
-            EnvironmentName = Environments.Production,
-            ContentRootPath = AppContext.BaseDirectory,
-        });
-        builder.Logging.ClearProviders();
+        WebApplicationBuilder builder = CreateBuilder(["--urls", "http://127.0.0.1:0", $"--{key}={value}"]);
         builder.Services.AddFastFiles();
         builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections(o => o.EnableZeroCopySendFile = true));
         WebApplication? app = null;
@@ -150,5 +126,18 @@ public sealed class UnusualWiringTests
         {
             await app.DisposeAsync();
         }
+    }
+
+    // A production host on configuration from these arguments only, without log output.
+    private static WebApplicationBuilder CreateBuilder(string[] args)
+    {
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
+        {
+            Args = ["--hostBuilder:reloadConfigOnChange=false", .. args],
+            EnvironmentName = Environments.Production,
+            ContentRootPath = AppContext.BaseDirectory,
+        });
+        builder.Logging.ClearProviders();
+        return builder;
     }
 }
