@@ -37,6 +37,12 @@ internal sealed class TlsRecordWriter : PipeWriter
     private CancellationTokenSource? _flushCancellation;
     private volatile bool _cancelRequested;
     private volatile bool _flushing;
+
+    // CancelPendingFlush during a flush: taken between records (a record cut part-way breaks the TLS stream), or by
+    // cancelling the stream's own flush once every record is written whole. _cancelSync orders the two.
+    private readonly object _cancelSync = new();
+    private volatile bool _cancelBetweenRecords;
+    private bool _inStreamFlush;
     private bool _completed;
 
     // A write to the stream was cancelled part-way: a record may be cut short, so nothing more can go out.
@@ -134,11 +140,12 @@ internal sealed class TlsRecordWriter : PipeWriter
     }
 
     // Pooled state machine: a flush that waits on the socket allocates nothing in steady state.
-    // Cancellation, by CancelPendingFlush or by the caller's token, never loses a byte silently (StreamPipeWriter's
-    // contract, with one difference it lacks): a buffer whose write had not begun stays queued for the next flush; a
-    // write cancelled part-way may have cut a record short, so the connection is aborted and nothing more is sent. The
-    // caller's token then throws, as StreamPipeWriter's does, which is how Kestrel learns to abort; CancelPendingFlush
-    // reports IsCanceled.
+    // Cancellation never loses a byte silently. CancelPendingFlush reports IsCanceled once the record under way is
+    // written whole (or at once during the stream's own flush), the buffers not yet written staying queued for the next
+    // flush, and the connection goes on (StreamPipeWriter, which cancels the write under way, repeats bytes or breaks
+    // the TLS stream there). The caller's token cuts the write under way: that may leave a record short, so the
+    // connection is aborted, nothing more is sent, and the token throws, as StreamPipeWriter's does, which is how
+    // Kestrel learns to abort.
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
     private async ValueTask<FlushResult> FlushCoreAsync(CancellationToken cancellationToken)
     {
@@ -152,6 +159,13 @@ internal sealed class TlsRecordWriter : PipeWriter
             for (; sent < _filled.Count; sent++)
             {
                 cancellation.Token.ThrowIfCancellationRequested();
+                if (_cancelBetweenRecords && TakeCancelBetweenRecords())
+                {
+                    _filled.RemoveRange(0, sent);
+                    _unflushed = Queued();
+                    return Canceled;
+                }
+
                 (byte[] buffer, int length) = _filled[sent];
                 writing = true;
                 await _ssl.WriteAsync(buffer.AsMemory(0, length), cancellation.Token);
@@ -164,7 +178,29 @@ internal sealed class TlsRecordWriter : PipeWriter
             _unflushed = _currentLength;
 
             // Every record is written whole by now: a cancel during the stream's flush leaves it usable.
-            await _ssl.FlushAsync(cancellation.Token);
+            lock (_cancelSync)
+            {
+                if (_cancelBetweenRecords)
+                {
+                    _cancelBetweenRecords = false;
+                    return Canceled;
+                }
+
+                _inStreamFlush = true;
+            }
+
+            try
+            {
+                await _ssl.FlushAsync(cancellation.Token);
+            }
+            finally
+            {
+                lock (_cancelSync)
+                {
+                    _inStreamFlush = false;
+                }
+            }
+
             return Done;
         }
         catch (Exception ex)
@@ -230,15 +266,32 @@ internal sealed class TlsRecordWriter : PipeWriter
 
     public override void CancelPendingFlush()
     {
-        // A flush in progress is cut short (see FlushCoreAsync); otherwise the next flush reports cancellation and keeps
-        // the bytes, as a Pipe does.
-        if (_flushing && _flushCancellation is { } cancellation)
+        // A flush in progress ends as canceled after the record under way, or at once in the stream's own flush (see
+        // FlushCoreAsync); otherwise the next flush reports cancellation and keeps the bytes, as a Pipe does.
+        lock (_cancelSync)
         {
-            cancellation.Cancel();
+            if (!_flushing)
+            {
+                _cancelRequested = true;
+            }
+            else if (_inStreamFlush && _flushCancellation is { } cancellation)
+            {
+                cancellation.Cancel();
+            }
+            else
+            {
+                _cancelBetweenRecords = true;
+            }
         }
-        else
+    }
+
+    private bool TakeCancelBetweenRecords()
+    {
+        lock (_cancelSync)
         {
-            _cancelRequested = true;
+            bool take = _cancelBetweenRecords;
+            _cancelBetweenRecords = false;
+            return take;
         }
     }
 

@@ -111,28 +111,33 @@ public sealed class TlsRecordWriterTests
     }
 
     [Fact]
-    public async Task Cancelling_a_write_under_way_ends_the_connection_and_sends_nothing_more()
+    public async Task Cancelling_during_a_write_ends_the_flush_after_that_record_and_keeps_the_rest()
     {
-        // The record being written may be cut short: reporting IsCanceled and going on would put the next bytes after a
-        // hole, on a connection that stays open.
-        var stream = new BlockingStream();
+        // Cutting the record under way would break the TLS stream (StreamPipeWriter then rewrites it, repeating bytes):
+        // the flush ends as canceled once that record is written whole, the records after it stay queued, and the
+        // connection goes on.
+        var stream = new GatedStream();
         var aborts = new List<Exception>();
         var writer = new TlsRecordWriter(stream, new Pipe().Writer, aborts.Add);
-        writer.Write(Random(100, 4));
+        byte[] bytes = Random(3 * Record, 4);
+        writer.Write(bytes);
 
         ValueTask<FlushResult> flush = writer.FlushAsync();
         await stream.WriteStarted.Task.WaitAsync(TimeSpan.FromSeconds(30));
-        Assert.False(flush.IsCompleted);
         writer.CancelPendingFlush();
+        Assert.False(flush.IsCompleted);
+        stream.Open();
 
         FlushResult result = await flush.AsTask().WaitAsync(TimeSpan.FromSeconds(30));
-        Assert.True(result.IsCompleted);
-        Assert.True(writer.Broken);
-        Assert.Single(aborts);
+        Assert.True(result.IsCanceled);
+        Assert.False(writer.Broken);
+        Assert.Empty(aborts);
+        Assert.Equal(Record, stream.Data.Length);
+        Assert.Equal(2 * Record, writer.UnflushedBytes);
 
-        writer.Write(Random(10, 9));
-        Assert.True((await writer.FlushAsync()).IsCompleted);
-        Assert.Equal(1, stream.Starts);
+        result = await writer.FlushAsync();
+        Assert.False(result.IsCanceled || result.IsCompleted);
+        Assert.Equal(bytes, stream.Data.ToArray());
         Assert.Equal(0, writer.UnflushedBytes);
     }
 
@@ -361,6 +366,23 @@ public sealed class TlsRecordWriterTests
     }
 
     // A socket that is full: writes wait until cancelled.
+    // Writes wait until Open is called, then go through (all later ones at once).
+    private sealed class GatedStream : RecordingStream
+    {
+        private readonly TaskCompletionSource _gate = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public TaskCompletionSource WriteStarted { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public void Open() => _gate.TrySetResult();
+
+        public override async ValueTask WriteAsync(ReadOnlyMemory<byte> buffer, CancellationToken cancellationToken = default)
+        {
+            WriteStarted.TrySetResult();
+            await _gate.Task.WaitAsync(cancellationToken);
+            await base.WriteAsync(buffer, cancellationToken);
+        }
+    }
+
     private sealed class BlockingStream : RecordingStream
     {
         public TaskCompletionSource WriteStarted { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
