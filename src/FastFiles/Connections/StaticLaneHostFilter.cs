@@ -97,7 +97,7 @@ internal sealed class StaticLaneHostFilter
             // a port (or any other ':', as in an IPv6 literal, which the lane never serves) matches no request at all.
             bool wildcard = pattern.StartsWith("*.", StringComparison.Ordinal);
             string name = wildcard ? pattern[1..] : pattern;
-            if (name.Length == 0 || name.Contains(':', StringComparison.Ordinal) || name.StartsWith('[') || !System.Text.Ascii.IsValid(name))
+            if (name.Length == 0 || name.Contains(':', StringComparison.Ordinal) || name.StartsWith('[') || !Ascii.IsValid(name))
             {
                 continue;
             }

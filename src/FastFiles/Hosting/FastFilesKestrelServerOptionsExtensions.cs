@@ -75,29 +75,27 @@ public static class FastFilesKestrelServerOptionsExtensions
     private static FastFilesKestrelOptions Latest(ListenOptions listen, FastFilesKestrelOptions thisCall)
         => FastFilesKestrelState.Of(listen.ApplicationServices)?.Options ?? thisCall;
 
-    // As for FastFilesOptions: a negative size, count or interval stops the host at start, naming the option.
+    // As FastFilesOptionsValidator does for FastFilesOptions: a negative size, count or interval stops the host at start,
+    // naming the option.
     private static void Validate(FastFilesKestrelOptions o)
     {
-        var failures = new List<string>();
         const string section = FastFilesConfiguration.KestrelSectionName;
-        if (o.DescriptorReserve < 0)
+        var failures = new List<string>();
+        void NotNegative(long value, string option)
         {
-            failures.Add($"{section}:{nameof(o.DescriptorReserve)} must not be negative (it is {o.DescriptorReserve}).");
+            if (value < 0)
+            {
+                failures.Add($"{section}:{option} must not be negative (it is {value}).");
+            }
         }
 
-        if (o.ZeroCopySendFile.MinimumLength < 0)
+        ZeroCopySendFileOptions sendFile = o.ZeroCopySendFile;
+        NotNegative(o.DescriptorReserve, nameof(o.DescriptorReserve));
+        NotNegative(sendFile.MinimumLength, $"ZeroCopySendFile:{nameof(sendFile.MinimumLength)}");
+        NotNegative(sendFile.CachedMinimumLength, $"ZeroCopySendFile:{nameof(sendFile.CachedMinimumLength)}");
+        if (sendFile.RecentWriteWindow < TimeSpan.Zero)
         {
-            failures.Add($"{section}:ZeroCopySendFile:{nameof(o.ZeroCopySendFile.MinimumLength)} must not be negative (it is {o.ZeroCopySendFile.MinimumLength}).");
-        }
-
-        if (o.ZeroCopySendFile.CachedMinimumLength < 0)
-        {
-            failures.Add($"{section}:ZeroCopySendFile:{nameof(o.ZeroCopySendFile.CachedMinimumLength)} must not be negative (it is {o.ZeroCopySendFile.CachedMinimumLength}).");
-        }
-
-        if (o.ZeroCopySendFile.RecentWriteWindow < TimeSpan.Zero)
-        {
-            failures.Add($"{section}:ZeroCopySendFile:{nameof(o.ZeroCopySendFile.RecentWriteWindow)} must not be negative (it is {o.ZeroCopySendFile.RecentWriteWindow}).");
+            failures.Add($"{section}:ZeroCopySendFile:{nameof(sendFile.RecentWriteWindow)} must not be negative (it is {sendFile.RecentWriteWindow}).");
         }
 
         if (o.Http2TlsOutputStage.MaxBufferSize is < 1 and long bound)

@@ -44,28 +44,28 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardin
 
     public Task CompleteAsync() => _inner.CompleteAsync();
 
-    public async Task SendFileAsync(string path, long offset, long? count, CancellationToken cancellationToken = default)
+    // FileNotFoundException propagates as it does from the stock fallback: UseStaticFiles turns it into a 404. The stock
+    // fallback reads FileInfo.Length first, which throws it for a directory too, where opening throws
+    // UnauthorizedAccessException.
+    private static SafeFileHandle Open(string path, out FileStamp stamp)
     {
-        ArgumentException.ThrowIfNullOrEmpty(path);
-        FileStamp stampOut;
-
-        // FileNotFoundException propagates as it does from the stock fallback: UseStaticFiles turns it into a 404.
-        // The stamp is the version this body is sent from, read from the descriptor. The caller built its headers from an
-        // earlier look at the path; from here on, a write into the file is caught before the body's last bytes leave.
-        SafeFileHandle file;
         try
         {
-            file = FileVersion.OpenHandle(path, out FileStamp opened);
-            stampOut = opened;
+            return FileVersion.OpenHandle(path, out stamp);
         }
         catch (UnauthorizedAccessException) when (Directory.Exists(path))
         {
-            // The stock fallback reads FileInfo.Length first, which throws FileNotFoundException for a directory.
             throw new FileNotFoundException("The path names a directory, not a file.", path);
         }
+    }
 
-        using SafeFileHandle owned = file;
-        FileStamp stamp = stampOut;
+    public async Task SendFileAsync(string path, long offset, long? count, CancellationToken cancellationToken = default)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(path);
+
+        // The stamp is the version this body is sent from, read from the descriptor. The caller built its headers from an
+        // earlier look at the path; from here on, a write into the file is caught before the body's last bytes leave.
+        using SafeFileHandle file = Open(path, out FileStamp stamp);
         long length = stamp.Length;
 
         // Same contract as the stock SendFileFallback.

@@ -87,11 +87,8 @@ internal sealed class FastFilesFingerprinter : IFastFilesFingerprinter
     {
         ReadOnlySpan<char> tag = quotedTag.AsSpan(1, quotedTag.Length - 2);
 
-        // Every segment escaped in full: PathString.ToUriComponent keeps a decoded "%3F" as it is, which would name
-        // another file ("?" there).
-        // Without empty segments, so the Location never starts with "//" (another host, RFC 3986 4.2); a trailing slash
-        // (a directory's default file) stays.
-        string escaped = string.Join('/', PathSafety.CollapseSlashes(path.Value!).Split('/').Select(Uri.EscapeDataString));
+        // A trailing slash (a directory's default file) stays.
+        string escaped = PathSafety.EscapeForLocation(path.Value!);
         for (int start = 1; start < queryString.Length;)
         {
             int amp = queryString.IndexOf('&', start);
