@@ -2,14 +2,9 @@ using System.Diagnostics.Metrics;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
-using Microsoft.AspNetCore.Hosting.Server;
-using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
-using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.FileProviders;
-using Microsoft.Extensions.Hosting;
-using Microsoft.Extensions.Logging;
 
 namespace FastFiles.FunctionalTests.Hosting;
 
@@ -27,7 +22,7 @@ public sealed class UnusualWiringTests
         byte[] content = files.Create("page.txt", 100_000);
         File.SetLastWriteTimeUtc(files.PathOf("page.txt"), DateTime.UtcNow.AddHours(-1));
 
-        WebApplicationBuilder builder = CreateBuilder(fromConfiguration
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder(fromConfiguration
             ? ["--Kestrel:Endpoints:Plain:Url=http://127.0.0.1:0"]
             : ["--urls", "http://127.0.0.1:0"]);
         builder.Services.AddFastFiles(o => o.EnableFileCache = false);
@@ -35,10 +30,9 @@ public sealed class UnusualWiringTests
         builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections(o => o.EnableZeroCopySendFile = true));
         WebApplication app = builder.Build();
         app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(files.Root) });
-        await app.StartAsync();
+        Uri address = (await CodeEndpoints.StartAsync(app)).Single();
         await using (app)
         {
-            var address = new Uri(app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single());
             using var sendfile = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
             RawResponse response = await RawHttp.SendAsync(address, "/page.txt");
             Assert.Equal(content, response.Body);
@@ -54,16 +48,15 @@ public sealed class UnusualWiringTests
     {
         using var files = new TestFiles();
         files.Create("page.txt", 1000);
-        WebApplicationBuilder builder = CreateBuilder(["--FastFiles:StaticFiles:CacheControl=public, max-age=77"]);
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder("--FastFiles:StaticFiles:CacheControl=public, max-age=77");
         builder.Services.ConfigureFastStaticFiles(o => o.FileProvider = new PhysicalFileProvider(files.Root));
         builder.Services.ConfigureStaticLane(lane => lane.Roots.Add(new StaticLaneRootOptions()));
         builder.WebHost.ConfigureKestrel(k => k.Listen(System.Net.IPAddress.Loopback, 0, l => l.UseStaticLane()));
         WebApplication app = builder.Build();
         app.UseFastFiles();
-        await app.StartAsync();
+        Uri address = (await CodeEndpoints.StartAsync(app)).Single();
         await using (app)
         {
-            var address = new Uri(app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single());
             using var lane = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), "fastfiles.lane.requests");
             RawResponse fromApp = await RawHttp.SendAsync(address, "/page.txt?x=1");   // a query: handed to Kestrel, UseFastFiles answers
             RawResponse fromLane = await RawHttp.SendAsync(address, "/page.txt");
@@ -82,7 +75,7 @@ public sealed class UnusualWiringTests
     {
         using var files = new TestFiles();
         files.Create("page.txt", 1000);
-        WebApplicationBuilder builder = CreateBuilder(["--Kestrel:Endpoints:Tls:Url=https://127.0.0.1:0"]);
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder("--Kestrel:Endpoints:Tls:Url=https://127.0.0.1:0");
         builder.Services.AddFastFiles();
         builder.WebHost.ConfigureKestrel(k =>
         {
@@ -91,10 +84,9 @@ public sealed class UnusualWiringTests
         });
         WebApplication app = builder.Build();
         app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(files.Root) });
-        await app.StartAsync();
+        Uri address = (await CodeEndpoints.StartAsync(app)).Single();
         await using (app)
         {
-            var address = new Uri(app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single());
             using var handler = new HttpClientHandler { ServerCertificateCustomValidationCallback = HttpClientHandler.DangerousAcceptAnyServerCertificateValidator };
             using var client = new HttpClient(handler) { Timeout = TimeSpan.FromSeconds(20) };
             using HttpResponseMessage response = await client.GetAsync(new Uri(address, "/page.txt"));
@@ -111,7 +103,7 @@ public sealed class UnusualWiringTests
     [InlineData("FastFiles:Kestrel:ZeroCopySendFile:RecentWriteWindow", "-00:00:01")]
     public async Task Negative_kestrel_option_stops_the_host_at_start(string key, string value)
     {
-        WebApplicationBuilder builder = CreateBuilder(["--urls", "http://127.0.0.1:0", $"--{key}={value}"]);
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder("--urls", "http://127.0.0.1:0", $"--{key}={value}");
         builder.Services.AddFastFiles();
         builder.WebHost.ConfigureKestrel(k => k.UseFastFilesConnections(o => o.EnableZeroCopySendFile = true));
         WebApplication? app = null;
@@ -126,18 +118,5 @@ public sealed class UnusualWiringTests
         {
             await app.DisposeAsync();
         }
-    }
-
-    // A production host on configuration from these arguments only, without log output.
-    private static WebApplicationBuilder CreateBuilder(string[] args)
-    {
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
-        {
-            Args = ["--hostBuilder:reloadConfigOnChange=false", .. args],
-            EnvironmentName = Environments.Production,
-            ContentRootPath = AppContext.BaseDirectory,
-        });
-        builder.Logging.ClearProviders();
-        return builder;
     }
 }

@@ -10,12 +10,12 @@ namespace FastFiles.FunctionalTests.Infrastructure;
 /// <summary>Apps whose endpoints a test declares in code (<c>ConfigureKestrel</c>), on loopback ports the OS picks.</summary>
 public static class CodeEndpoints
 {
-    /// <summary>A Production builder with no logging providers and no configuration reload.</summary>
-    public static WebApplicationBuilder CreateBuilder()
+    /// <summary>A Production builder with no logging providers and no configuration reload; <paramref name="args"/> as command-line arguments.</summary>
+    public static WebApplicationBuilder CreateBuilder(params string[] args)
     {
         WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
         {
-            Args = ["--hostBuilder:reloadConfigOnChange=false"],
+            Args = ["--hostBuilder:reloadConfigOnChange=false", .. args],
             EnvironmentName = Environments.Production,
             ContentRootPath = AppContext.BaseDirectory,
         });

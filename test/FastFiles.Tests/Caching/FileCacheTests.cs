@@ -1,0 +1,87 @@
+using System.Reflection;
+using FastFiles.Caching;
+using FastFiles.Diagnostics;
+using FastFiles.Files;
+using FastFiles.Http;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.Extensions.Logging.Abstractions;
+
+namespace FastFiles.Tests.Caching;
+
+/// <summary>
+/// FileCache on files in a temporary folder: what a burst of misses reads to hash one version (README: "The hash is
+/// computed once per file version by the file cache"), and a stale sidecar rewritten fresh, which revalidation must see
+/// when notifications are lost (README: changes are seen within FileCacheRevalidationInterval).
+/// </summary>
+public sealed class FileCacheTests : IDisposable
+{
+    private readonly string _root = Directory.CreateTempSubdirectory("ff-cache-").FullName;
+
+    public void Dispose() => Directory.Delete(_root, recursive: true);
+
+    private static long ReadChars()
+        => long.Parse(File.ReadAllLines("/proc/self/io").First(l => l.StartsWith("rchar:", StringComparison.Ordinal))[6..].Trim());
+
+    [Fact]
+    public async Task Herd_of_misses_for_one_large_file_hashes_it_about_once()
+    {
+        const int Size = 8 * 1024 * 1024;
+        const int Herd = 16;
+        var bytes = new byte[Size];
+        new Random(1).NextBytes(bytes);
+        File.WriteAllBytes(Path.Combine(_root, "big.bin"), bytes);
+
+        var options = new FastFilesOptions { MaxCachedFileSize = 64 * 1024 };
+        using var cache = new FileCache(
+            new PhysicalFileSource(_root, followLinksOutsideRoot: false), string.Empty, options, new FastFilesMetrics(null), NullLogger.Instance, contentHashETags: true);
+
+        long before = ReadChars();
+        CachedFile? last = null;
+        var built = new List<CachedFile>();
+        for (int i = 0; i < Herd; i++)
+        {
+            // As concurrent requests that all missed: each builds the entry (the middleware does not coalesce misses).
+            last = cache.Build("/big.bin", "/big.bin", new FileResponseSettings(), precompressed: false);
+            built.Add(last!);
+        }
+
+        // Every hash started has finished (queued behind one gate, in order).
+        foreach (CachedFile entry in built)
+        {
+            await entry.Identity.ContentHash!.WhenReady();
+        }
+
+        Assert.NotNull(last!.Identity.ETag);
+        long read = ReadChars() - before;
+
+        // One version: about one read of the file, not one per request (16 x 8 MiB).
+        Assert.True(read < 3L * Size, $"read {read / (1024 * 1024)} MiB to hash one {Size / (1024 * 1024)} MiB version");
+    }
+
+    [Fact]
+    public void Stale_sidecar_rewritten_fresh_is_seen_by_revalidation_without_notifications()
+    {
+        string original = Path.Combine(_root, "app.js");
+        string sidecar = original + ".br";
+        File.WriteAllBytes(original, new byte[4000]);
+        File.WriteAllBytes(sidecar, new byte[100]);
+        File.SetLastWriteTimeUtc(sidecar, File.GetLastWriteTimeUtc(original).AddSeconds(-10));
+
+        var options = new FastFilesOptions { FileCacheRevalidationInterval = TimeSpan.Zero };
+        using var cache = new FileCache(new PhysicalFileSource(_root, followLinksOutsideRoot: false), string.Empty, options, new FastFilesMetrics(null), NullLogger.Instance);
+
+        // Notifications lost: only revalidation is left.
+        var watcher = (FileSystemWatcher)typeof(FileCache).GetField("_watcher", BindingFlags.NonPublic | BindingFlags.Instance)!.GetValue(cache)!;
+        watcher.EnableRaisingEvents = false;
+
+        CachedFile built = cache.Build("/app.js", "/app.js", new FileResponseSettings(), precompressed: true)!;
+        Assert.Equal(ContentCodings.None, built.Available);
+
+        // The build tool writes the sidecar again, now fresh.
+        File.WriteAllBytes(sidecar, new byte[90]);
+        File.SetLastWriteTimeUtc(sidecar, File.GetLastWriteTimeUtc(original).AddSeconds(10));
+
+        bool hit = cache.TryGet("/app.js", out CachedFile entry);
+        Assert.False(hit && entry.Available == ContentCodings.None, "revalidation kept the entry without the fresh sidecar");
+    }
+}
