@@ -38,20 +38,8 @@ public sealed class FreshnessTests : IAsyncLifetime
         return (response.StatusCode, body, response.Headers.ETag?.Tag);
     }
 
-    private async Task<(HttpStatusCode Status, byte[] Body, string? ETag)> EventuallyAsync(string path, Func<(HttpStatusCode Status, byte[] Body, string? ETag), bool> done)
-    {
-        DateTime deadline = DateTime.UtcNow + Eventually;
-        while (true)
-        {
-            var result = await GetAsync(path);
-            if (done(result) || DateTime.UtcNow > deadline)
-            {
-                return result;
-            }
-
-            await Task.Delay(20);
-        }
-    }
+    private Task<(HttpStatusCode Status, byte[] Body, string? ETag)> EventuallyAsync(string path, Func<(HttpStatusCode Status, byte[] Body, string? ETag), bool> done)
+        => Poll.EventuallyAsync(() => GetAsync(path), done, Eventually);
 
     [Fact]
     public async Task Same_size_rewrite_within_one_second_is_seen_with_a_new_etag()

@@ -28,21 +28,15 @@ public sealed class RootLinkSwapTests : IDisposable
         Assert.Equal(0, p.ExitCode);
     }
 
-    private static async Task<(HttpStatusCode Status, byte[] Body)> EventuallyAsync(TestHost host, string path, Func<(HttpStatusCode Status, byte[] Body), bool> done)
-    {
-        DateTime deadline = DateTime.UtcNow + Eventually;
-        while (true)
-        {
-            using HttpResponseMessage response = await host.SendAsync(Transport.Http11, path);
-            var result = (response.StatusCode, await response.Content.ReadAsByteArrayAsync());
-            if (done(result) || DateTime.UtcNow > deadline)
+    private static Task<(HttpStatusCode Status, byte[] Body)> EventuallyAsync(TestHost host, string path, Func<(HttpStatusCode Status, byte[] Body), bool> done)
+        => Poll.EventuallyAsync(
+            async () =>
             {
-                return result;
-            }
-
-            await Task.Delay(50);
-        }
-    }
+                using HttpResponseMessage response = await host.SendAsync(Transport.Http11, path);
+                return (response.StatusCode, await response.Content.ReadAsByteArrayAsync());
+            },
+            done,
+            Eventually);
 
     // Capistrano-style deploy: the root is a symbolic link ("current") swapped atomically to a new release directory.
     [Fact]

@@ -20,4 +20,23 @@ public static class Poll
 
         return value;
     }
+
+    /// <summary>
+    /// Calls <paramref name="get"/> (bounded, <paramref name="within"/>) until <paramref name="done"/> holds for its result,
+    /// then returns that result; past the bound, returns the last result for the caller's assertions to report.
+    /// </summary>
+    public static async Task<T> EventuallyAsync<T>(Func<Task<T>> get, Func<T, bool> done, TimeSpan within)
+    {
+        DateTime deadline = DateTime.UtcNow + within;
+        while (true)
+        {
+            T result = await get();
+            if (done(result) || DateTime.UtcNow > deadline)
+            {
+                return result;
+            }
+
+            await Task.Delay(20);
+        }
+    }
 }

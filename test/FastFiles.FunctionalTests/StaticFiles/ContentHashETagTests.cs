@@ -208,19 +208,7 @@ public sealed class ContentHashETagTests : IAsyncLifetime
         return (await response.Content.ReadAsByteArrayAsync(), response.Headers.ETag?.Tag, response.Content.Headers.LastModified);
     }
 
-    private static async Task<(byte[] Body, string? Tag, DateTimeOffset? LastModified)> EventuallyAsync(
+    private static Task<(byte[] Body, string? Tag, DateTimeOffset? LastModified)> EventuallyAsync(
         TestHost host, string path, Func<(byte[] Body, string? Tag, DateTimeOffset? LastModified), bool> done)
-    {
-        DateTime deadline = DateTime.UtcNow + Eventually;
-        while (true)
-        {
-            var result = await GetAsync(host, path);
-            if (done(result) || DateTime.UtcNow > deadline)
-            {
-                return result;
-            }
-
-            await Task.Delay(20);
-        }
-    }
+        => Poll.EventuallyAsync(() => GetAsync(host, path), done, Eventually);
 }
