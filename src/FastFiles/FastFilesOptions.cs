@@ -98,7 +98,8 @@ public sealed class FastFilesOptions
     /// <summary>
     /// The most range-specs a Range header may hold for a multipart/byteranges answer (RFC 9110 14.6); a request with
     /// more gets the whole file (200). 0 or 1 turns multipart answers off (several ranges then get a 200, as with
-    /// UseStaticFiles). Applies to <c>UseFastFiles</c> and the file results.
+    /// UseStaticFiles). Applies to <c>UseFastFiles</c> and the file results. A compressed variant answers several ranges
+    /// with the whole variant whatever this value.
     /// </summary>
     /// <remarks>
     /// Defaults to 64. Apache httpd's <c>MaxRanges</c> defaults to 200 and nginx's <c>max_ranges</c> is unlimited; with

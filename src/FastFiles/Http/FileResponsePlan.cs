@@ -75,6 +75,14 @@ internal readonly struct FileResponsePlan
     public static FileResponsePlan Create(in FileRequest request, FileVersion file, in FileResponseSettings settings, bool reuseStrings, int maxRanges = 1)
     {
         bool isHead = request.IsHead;
+        // Several ranges of a content-coded variant get the whole variant (RFC 9110 14.2: a server MAY ignore Range). A
+        // multipart 206 would carry Content-Encoding, which clients apply to the multipart body itself and fail to decode
+        // (curl --compressed); nginx's gzip_static answers such requests 200 too.
+        if (file.ContentEncoding is not null)
+        {
+            maxRanges = 1;
+        }
+
         int status = FileRequestEvaluator.Evaluate(
             request.Headers, file, request.IsGet, isHead, settings.EnableRangeProcessing, request.Memo, out long start, out long count, out ByteRange[]? ranges, maxRanges);
         switch (status)
