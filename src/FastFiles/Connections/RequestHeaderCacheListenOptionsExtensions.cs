@@ -8,7 +8,7 @@ public static class RequestHeaderCacheListenOptionsExtensions
 {
     /// <summary>
     /// Gives every connection on this endpoint a small cache of the request header values FastFiles parses
-    /// (If-None-Match, If-Modified-Since, If-Unmodified-Since, If-Range, Range, Accept-Encoding), so a value
+    /// (If-Modified-Since, If-Unmodified-Since, If-Range, Accept-Encoding), so a value
     /// repeated on a connection is parsed once. Unused when string reuse is disabled.
     /// </summary>
     /// <param name="listenOptions">The endpoint.</param>

@@ -48,9 +48,7 @@ internal static class FileRequestEvaluator
             return status;
         }
 
-        RangeKind kind = parsed is not null
-            ? parsed.Range(range.ToString(), file.Length, out start, out count)
-            : ByteRangeParser.Parse(range.ToString(), file.Length, out start, out count);
+        RangeKind kind = ByteRangeParser.Parse(range.ToString(), file.Length, out start, out count);
         if (kind == RangeKind.None && maxRanges > 1 && range.ToString().Contains(','))
         {
             kind = ByteRangeSet.Parse(range.ToString(), file.Length, maxRanges, out ranges, out start, out count);
@@ -95,7 +93,7 @@ internal static class FileRequestEvaluator
         {
             // 13.1.2: weak comparison; a match is 304 for GET/HEAD, 412 otherwise, and anything else (a malformed value
             // included) a true condition. 13.1.3: If-Modified-Since is then ignored.
-            bool? hit = parsed is not null ? parsed.IfNoneMatch(ifNoneMatch, file.ETag) : EntityTagMatcher.AnyMatches(ifNoneMatch, file.ETag, strong: false);
+            bool? hit = EntityTagMatcher.AnyMatches(ifNoneMatch, file.ETag, strong: false);
             return hit != true ? StatusCodes.Status200OK
                 : isGetOrHead ? StatusCodes.Status304NotModified : StatusCodes.Status412PreconditionFailed;
         }

@@ -9,19 +9,20 @@ namespace FastFiles.Http;
 /// instance for a repeated known header value on a connection (unless <c>DisableStringReuse</c> is set), so the
 /// common case is a reference comparison; an equal value in a new string is an ordinal comparison. Each slot
 /// is an immutable pair swapped whole, so concurrent HTTP/2 streams on one connection can share it safely.
+/// If-None-Match and Range are not memoized: they are matched and parsed in place without allocating, while a
+/// slot is an allocation on every miss, and a page's files revalidated on one connection (each with its own tag)
+/// or ranges of several files miss on every request.
 /// </summary>
 internal sealed class RequestHeaderCache
 {
     private Slot<AcceptEncoding>? _acceptEncoding;
     private Slot<DateTimeOffset?>? _ifModifiedSince;
     private Slot<DateTimeOffset?>? _ifUnmodifiedSince;
-    private Slot<bool?>? _ifNoneMatch;
     private Slot<bool>? _ifRange;
-    private RangeSlot? _range;
 
     /// <summary>Whether nothing has been memoized yet (tests: a connection whose requests must not use the memo).</summary>
     public bool IsEmpty => _acceptEncoding is null && _ifModifiedSince is null && _ifUnmodifiedSince is null
-        && _ifNoneMatch is null && _ifRange is null && _range is null;
+        && _ifRange is null;
 
     public AcceptEncoding AcceptEncoding(StringValues values)
     {
@@ -46,26 +47,6 @@ internal sealed class RequestHeaderCache
 
     public DateTimeOffset? IfUnmodifiedSince(string value) => Date(ref _ifUnmodifiedSince, value);
 
-    /// <summary>If-None-Match against one ETag (weak comparison); the key includes the ETag string instance.</summary>
-    public bool? IfNoneMatch(StringValues values, string? etag)
-    {
-        if (values.Count != 1)
-        {
-            return EntityTagMatcher.AnyMatches(values, etag, strong: false);
-        }
-
-        string value = values.ToString();
-        Slot<bool?>? slot = _ifNoneMatch;
-        if (slot is not null && slot.Matches(value, etag))
-        {
-            return slot.Result;
-        }
-
-        bool? result = EntityTagMatcher.AnyMatches(values, etag, strong: false);
-        _ifNoneMatch = new Slot<bool?>(value, etag, result);
-        return result;
-    }
-
     public bool IfRange(StringValues values, FileVersion file)
     {
         // Keyed by the ETag instance: a version without one (content hash not known) is not memoized.
@@ -84,21 +65,6 @@ internal sealed class RequestHeaderCache
         bool result = FileRequestEvaluator.IfRangeAllowsUncached(values, file);
         _ifRange = new Slot<bool>(value, file.ETag, result);
         return result;
-    }
-
-    public RangeKind Range(string value, long length, out long start, out long count)
-    {
-        RangeSlot? slot = _range;
-        if (slot is not null && slot.Length == length && (ReferenceEquals(slot.Value, value) || string.Equals(slot.Value, value, StringComparison.Ordinal)))
-        {
-            start = slot.Start;
-            count = slot.Count;
-            return slot.Kind;
-        }
-
-        RangeKind kind = ByteRangeParser.Parse(value, length, out start, out count);
-        _range = new RangeSlot(value, length, kind, start, count);
-        return kind;
     }
 
     private static DateTimeOffset? Date(ref Slot<DateTimeOffset?>? field, string value)
@@ -122,6 +88,4 @@ internal sealed class RequestHeaderCache
             => ReferenceEquals(context, candidateContext)
                 && (ReferenceEquals(value, candidate) || string.Equals(value, candidate, StringComparison.Ordinal));
     }
-
-    private sealed record RangeSlot(string Value, long Length, RangeKind Kind, long Start, long Count);
 }

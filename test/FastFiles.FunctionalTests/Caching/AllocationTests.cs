@@ -115,4 +115,48 @@ public sealed class AllocationTests : IAsyncLifetime
         long allowed = IsOptimized(typeof(FastFilesOptions).Assembly) ? 0 : 1024;
         Assert.True(median <= allowed, $"median {median} bytes per request; samples: {string.Join(",", samples.Take(10))} .. {string.Join(",", samples.TakeLast(5))}");
     }
+
+    // A browser reloading a page revalidates each of its files on one connection, each with its own tag and date: a
+    // different If-None-Match on every request, which must not allocate either.
+    [Theory]
+    [InlineData(Transport.Http11)]
+    [InlineData(Transport.H2c)]
+    public async Task Revalidating_several_files_on_one_connection_allocates_nothing_in_FastFiles(Transport transport)
+    {
+        string[] paths = ["/a.css", "/b.js"];
+        var etags = new Dictionary<string, string>();
+        var dates = new Dictionary<string, string>();
+        foreach (string path in paths)
+        {
+            using HttpResponseMessage response = await _host.SendAsync(transport, path, r => BrowserHeaders(r, null));
+            await response.Content.ReadAsByteArrayAsync();
+            etags[path] = response.Headers.ETag!.Tag;
+            dates[path] = response.Content.Headers.GetValues("Last-Modified").Single();
+        }
+
+        for (int i = 0; i < 300; i++)
+        {
+            if (i == 200)
+            {
+                _allocations.Clear();
+            }
+
+            string path = paths[i % 2];
+            using HttpResponseMessage response = await _host.SendAsync(transport, path, r =>
+            {
+                BrowserHeaders(r, etags[path]);
+                r.Headers.TryAddWithoutValidation("If-Modified-Since", dates[path]);
+            });
+            await response.Content.ReadAsByteArrayAsync();
+            Assert.Equal(HttpStatusCode.NotModified, response.StatusCode);
+        }
+
+        Assert.Equal(0, _withoutHeaderCache);
+        long[] samples = _allocations.ToArray();
+        Assert.True(samples.Length >= 50, $"only {samples.Length} requests completed synchronously");
+        Array.Sort(samples);
+        long median = samples[samples.Length / 2];
+        long allowed = IsOptimized(typeof(FastFilesOptions).Assembly) ? 0 : 1024;
+        Assert.True(median <= allowed, $"median {median} bytes per request; samples: {string.Join(",", samples.Take(10))} .. {string.Join(",", samples.TakeLast(5))}");
+    }
 }
