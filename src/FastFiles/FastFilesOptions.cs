@@ -32,8 +32,9 @@ public sealed class FastFilesOptions
     public long SynchronousReadThreshold { get; set; } = 256 * 1024;
 
     /// <summary>
-    /// When <see langword="true"/>, header strings are materialized afresh for every response instead of being
-    /// reused across requests. When <see langword="null"/> (the default), follows
+    /// When <see langword="true"/>, the validator header strings (ETag, Last-Modified) are formatted afresh for every
+    /// response instead of being reused across requests, and the connection's request header cache
+    /// (<c>UseRequestHeaderCache</c>) is not consulted. When <see langword="null"/> (the default), follows
     /// <c>KestrelServerOptions.DisableStringReuse</c>.
     /// </summary>
     /// <remarks>Defaults to <see langword="null"/>.</remarks>

@@ -81,7 +81,7 @@ internal static class FileRequestEvaluator
                 return StatusCodes.Status412PreconditionFailed;
             }
         }
-        else if (TryParseDate(headers.IfUnmodifiedSince, parsed, unmodified: true, now, out DateTimeOffset unmodifiedSince)
+        else if (TryParseDate(headers.IfUnmodifiedSince, file, parsed, unmodified: true, now, out DateTimeOffset unmodifiedSince)
             && file.LastModified > unmodifiedSince)
         {
             // 13.1.4
@@ -99,7 +99,7 @@ internal static class FileRequestEvaluator
         }
 
         // 13.1.3: GET and HEAD only.
-        if (isGetOrHead && TryParseDate(headers.IfModifiedSince, parsed, unmodified: false, now, out DateTimeOffset modifiedSince)
+        if (isGetOrHead && TryParseDate(headers.IfModifiedSince, file, parsed, unmodified: false, now, out DateTimeOffset modifiedSince)
             && file.LastModified <= modifiedSince)
         {
             return StatusCodes.Status304NotModified;
@@ -143,7 +143,7 @@ internal static class FileRequestEvaluator
 
     // RFC 9110 13.1.3/13.1.4: ignore the field when it is not one valid HTTP-date; a date in the future is
     // treated as invalid, as UseStaticFiles does.
-    private static bool TryParseDate(StringValues values, RequestHeaderCache? parsed, bool unmodified, DateTimeOffset? now, out DateTimeOffset date)
+    private static bool TryParseDate(StringValues values, FileVersion file, RequestHeaderCache? parsed, bool unmodified, DateTimeOffset? now, out DateTimeOffset date)
     {
         date = default;
         if (values.Count != 1)
@@ -152,13 +152,20 @@ internal static class FileRequestEvaluator
         }
 
         DateTimeOffset? value;
-        if (parsed is not null)
+        string field = values.ToString();
+        if (ReferenceEquals(field, file.LastModifiedHeader) || string.Equals(field, file.LastModifiedHeader, StringComparison.Ordinal))
         {
-            value = unmodified ? parsed.IfUnmodifiedSince(values.ToString()) : parsed.IfModifiedSince(values.ToString());
+            // The version's own Last-Modified echoed back (the usual revalidation): its date, with no parse and no memo
+            // slot (a page's files revalidated on one connection would replace the slot, an allocation, every request).
+            value = file.LastModified;
+        }
+        else if (parsed is not null)
+        {
+            value = unmodified ? parsed.IfUnmodifiedSince(field) : parsed.IfModifiedSince(field);
         }
         else
         {
-            value = HeaderUtilities.TryParseDate(values.ToString(), out DateTimeOffset direct) ? direct : null;
+            value = HeaderUtilities.TryParseDate(field, out DateTimeOffset direct) ? direct : null;
         }
 
         date = value.GetValueOrDefault();

@@ -11,7 +11,8 @@ namespace FastFiles.Http;
 /// is an immutable pair swapped whole, so concurrent HTTP/2 streams on one connection can share it safely.
 /// If-None-Match and Range are not memoized: they are matched and parsed in place without allocating, while a
 /// slot is an allocation on every miss, and a page's files revalidated on one connection (each with its own tag)
-/// or ranges of several files miss on every request.
+/// or ranges of several files miss on every request. For the same reason a date equal to the version's own
+/// Last-Modified never reaches the date slots (<see cref="FileRequestEvaluator"/> takes it as that date).
 /// </summary>
 internal sealed class RequestHeaderCache
 {

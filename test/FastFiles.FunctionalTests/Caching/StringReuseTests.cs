@@ -1,9 +1,13 @@
+using System.Collections.Concurrent;
+using System.Net;
 using FastFiles.FunctionalTests.Infrastructure;
 using FastFiles.Http;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.FileProviders;
+using Microsoft.Extensions.Options;
 
 namespace FastFiles.FunctionalTests.Caching;
 
@@ -121,5 +125,39 @@ public sealed class StringReuseTests : IDisposable
         Assert.Equal(reuse, fastFilesOff);
         Assert.Equal(reuse, kestrelOff);
         Assert.Equal(0, _withoutHeaderCache);
+    }
+
+    // FastFiles binds its own setting from the FastFiles section (Kestrel binds no DisableStringReuse from the Kestrel
+    // section): given there, it decides whether the connection's request header cache is consulted.
+    [Theory]
+    [InlineData("--FastFiles:DisableStringReuse=false", false, true)]
+    [InlineData("--FastFiles:DisableStringReuse=true", false, false)]
+    public async Task DisableStringReuse_from_configuration_is_followed(string setting, bool kestrelDisables, bool expectUsed)
+    {
+        var memos = new ConcurrentBag<RequestHeaderCache>();
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder(setting);
+        builder.Services.AddFastFiles();
+        builder.WebHost.ConfigureKestrel(k => k.Listen(IPAddress.Loopback, 0, l =>
+        {
+            l.UseRequestHeaderCache();
+            l.Use(next => connection =>
+            {
+                memos.Add(connection.Features.Get<RequestHeaderCache>()!);
+                return next(connection);
+            });
+        }));
+        await using WebApplication app = builder.Build();
+        app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root) });
+        Uri[] addresses = await CodeEndpoints.StartAsync(app);
+
+        using var client = new HttpClient();
+        using var request = new HttpRequestMessage(HttpMethod.Get, new Uri(addresses[0], "/a.css"));
+        request.Headers.TryAddWithoutValidation("If-Modified-Since", "Sat, 01 Jan 2000 00:00:00 GMT");
+        using HttpResponseMessage response = await client.SendAsync(request);
+        Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+
+        Assert.Equal(kestrelDisables, app.Services.GetRequiredService<IOptions<KestrelServerOptions>>().Value.DisableStringReuse);
+        Assert.NotEmpty(memos);
+        Assert.Equal(expectUsed, memos.Any(m => !m.IsEmpty));
     }
 }
