@@ -163,4 +163,61 @@ public sealed class RequestHeaderCacheDifferentialTests : IDisposable
             Assert.Equal(current.Headers["Last-Modified"], whole.Headers["Last-Modified"]);
         }
     }
+
+    // Concurrent HTTP/2 streams of one connection share its cache: each gets the answer its own headers call for.
+    [Fact]
+    public async Task Concurrent_streams_of_one_connection_get_the_answers_of_a_server_without_the_cache()
+    {
+        (string Path, string Name, string Value, string? Range)[] requests = new (string, string, string, string?)[48];
+        string[] paths = ["/a.css", "/b.css"];
+        string[] dates = ["Tue, 02 Jan 2024 03:04:05 GMT", "Fri, 07 Jun 2024 08:09:10 GMT", "Sat, 01 Jan 2000 00:00:00 GMT"];
+        for (int i = 0; i < requests.Length; i++)
+        {
+            string path = paths[i % 2];
+            string date = dates[(i / 2) % 3];
+            requests[i] = ((i / 6) % 4) switch
+            {
+                0 => (path, "If-Modified-Since", date, null),
+                1 => (path, "If-Unmodified-Since", date, null),
+                2 => (path, "If-Range", date, $"bytes={i}-{i + 20}"),
+                _ => (path, "Accept-Encoding", i % 3 == 0 ? "gzip" : "br;q=0.5, gzip", $"bytes=-{i + 1}"),
+            };
+        }
+
+        static async Task<string> SendAsync(TestHost host, (string Path, string Name, string Value, string? Range) r)
+        {
+            using HttpResponseMessage response = await host.SendAsync(Transport.H2c, r.Path, m =>
+            {
+                m.Headers.TryAddWithoutValidation(r.Name, r.Value);
+                if (r.Range is not null)
+                {
+                    m.Headers.TryAddWithoutValidation("Range", r.Range);
+                }
+            });
+            byte[] body = await response.Content.ReadAsByteArrayAsync();
+            return $"{(int)response.StatusCode} {response.Content.Headers.ContentRange} {response.Content.Headers.ContentLength} sha={TestFiles.Sha256(body)}";
+        }
+
+        var expected = new string[requests.Length];
+        await using (TestHost host = await StartAsync(headerCache: false))
+        {
+            for (int i = 0; i < requests.Length; i++)
+            {
+                expected[i] = await SendAsync(host, requests[i]);
+            }
+        }
+
+        await using (TestHost host = await StartAsync(headerCache: true))
+        {
+            for (int round = 0; round < 5; round++)
+            {
+                string[] actual = await Task.WhenAll(requests.Select(r => SendAsync(host, r)));
+                Assert.Equal(expected, actual);
+            }
+        }
+
+        Assert.Contains(expected, e => e.StartsWith("304", StringComparison.Ordinal));
+        Assert.Contains(expected, e => e.StartsWith("206", StringComparison.Ordinal));
+        Assert.Contains(expected, e => e.StartsWith("412", StringComparison.Ordinal));
+    }
 }
