@@ -22,8 +22,7 @@ internal sealed class RequestHeaderCache
     private Slot<bool>? _ifRange;
 
     /// <summary>Whether nothing has been memoized yet (tests: a connection whose requests must not use the memo).</summary>
-    public bool IsEmpty => _acceptEncoding is null && _ifModifiedSince is null && _ifUnmodifiedSince is null
-        && _ifRange is null;
+    public bool IsEmpty => _acceptEncoding is null && _ifModifiedSince is null && _ifUnmodifiedSince is null && _ifRange is null;
 
     public AcceptEncoding AcceptEncoding(StringValues values)
     {
