@@ -191,8 +191,7 @@ internal sealed class FileVersion : IDisposable
 
         if (etag is not null)
         {
-            // A string of its own: the connection's memo of If-Range keys on the ETag instance, and the date it
-            // compares may differ between two responses an application gives the same tag.
+            // The application's tag replaces the file's (and a content hash's) for this version only.
             ContentHash = null;
             _stampETag = new string(etag.AsSpan());
         }

@@ -49,7 +49,9 @@ internal sealed class RequestHeaderCache
 
     public bool IfRange(StringValues values, FileVersion file)
     {
-        // Keyed by the ETag instance: a version without one (content hash not known) is not memoized.
+        // Keyed by the version instance: the answer depends on its tag and its Last-Modified, and two versions can share
+        // one tag string (a content hash reused for the same bytes with another modification time). A version without a
+        // tag (content hash not known yet) is not memoized.
         if (values.Count != 1 || file.ETag is null)
         {
             return FileRequestEvaluator.IfRangeAllowsUncached(values, file);
@@ -57,13 +59,13 @@ internal sealed class RequestHeaderCache
 
         string value = values.ToString();
         Slot<bool>? slot = _ifRange;
-        if (slot is not null && slot.Matches(value, file.ETag))
+        if (slot is not null && slot.Matches(value, file))
         {
             return slot.Result;
         }
 
         bool result = FileRequestEvaluator.IfRangeAllowsUncached(values, file);
-        _ifRange = new Slot<bool>(value, file.ETag, result);
+        _ifRange = new Slot<bool>(value, file, result);
         return result;
     }
 
@@ -80,11 +82,11 @@ internal sealed class RequestHeaderCache
         return parsed;
     }
 
-    private sealed class Slot<T>(string value, string? context, T result)
+    private sealed class Slot<T>(string value, object? context, T result)
     {
         public T Result { get; } = result;
 
-        public bool Matches(string candidate, string? candidateContext)
+        public bool Matches(string candidate, object? candidateContext)
             => ReferenceEquals(context, candidateContext)
                 && (ReferenceEquals(value, candidate) || string.Equals(value, candidate, StringComparison.Ordinal));
     }

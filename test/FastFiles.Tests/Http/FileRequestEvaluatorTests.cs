@@ -157,6 +157,34 @@ public sealed class FileRequestEvaluatorTests : IDisposable
         Assert.Equal(304, FileRequestEvaluator.EvaluatePreconditions(headers, _file, isGetOrHead: true, parsed: null, later));
     }
 
+    [Fact]
+    public void The_memo_of_If_Range_is_per_version_even_when_two_versions_share_a_tag()
+    {
+        // Two versions with one content-hash tag instance (the same bytes) and different modification times: a date
+        // If-Range matches the first one's Last-Modified only, whatever the memo saw first.
+        string otherPath = _path + ".other";
+        File.WriteAllBytes(otherPath, new byte[Length]);
+        File.SetLastWriteTimeUtc(otherPath, Modified.AddDays(1));
+        using FileVersion other = FileVersion.Open(otherPath, contentEncoding: null);
+        try
+        {
+            ContentHash hash = ContentHash.Of(new byte[Length]);
+            _file.UseContentHash(hash);
+            other.UseContentHash(hash);
+            Assert.Same(_file.ETag, other.ETag);
+
+            FileRequestHeaders headers = HeadersOf(["Range", "bytes=0-9", "If-Range", "Fri, 02 Jan 2026 03:04:05 GMT"]);
+            var memo = new RequestHeaderCache();
+            Assert.Equal(206, FileRequestEvaluator.Evaluate(headers, _file, isGet: true, isHead: false, enableRanges: true, memo, out _, out _, out _, now: Now));
+            Assert.Equal(200, FileRequestEvaluator.Evaluate(headers, other, isGet: true, isHead: false, enableRanges: true, memo, out _, out _, out _, now: Now));
+            Assert.Equal(206, FileRequestEvaluator.Evaluate(headers, _file, isGet: true, isHead: false, enableRanges: true, memo, out _, out _, out _, now: Now));
+        }
+        finally
+        {
+            File.Delete(otherPath);
+        }
+    }
+
     private static FileRequestHeaders HeadersOf(string[] fields)
     {
         var values = new Dictionary<string, StringValues>(StringComparer.OrdinalIgnoreCase);
