@@ -13,6 +13,8 @@ internal static class FastFilesConfiguration
 
     public const string StaticFilesSectionName = SectionName + ":StaticFiles";
 
+    public const string StaticLaneSectionName = SectionName + ":StaticLane";
+
     public const string KestrelSectionName = SectionName + ":Kestrel";
 
     public static bool IsRegistered(IServiceProvider services) => FastFilesOptionsSource.IsRegistered(services);

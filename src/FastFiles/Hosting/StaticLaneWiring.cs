@@ -1,5 +1,6 @@
 using FastFiles.Connections;
 using FastFiles.Diagnostics;
+using FastFiles.Responses;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Connections;
@@ -25,7 +26,10 @@ internal static class StaticLaneWiring
         }
 
         IServiceProvider services = listenOptions.ApplicationServices;
-        lane ??= services.GetService<IOptions<StaticLaneOptions>>()?.Value ?? new StaticLaneOptions();
+        StaticLaneRoots? shared = services.GetService<IOptions<StaticLaneRoots>>()?.Value;
+        // Without AddFastFiles the container's options are not bound from FastFiles:StaticLane: bind them here, once per
+        // application, so every endpoint with the application's options still shares one set of roots.
+        lane ??= shared?.Application(services) ?? FastFilesOptionsSource.Resolve<StaticLaneOptions>(services, FastFilesConfiguration.StaticLaneSectionName);
         ILogger logger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Connections.StaticLane") ?? NullLogger.Instance;
         if (AnnouncesHttp3(listenOptions))
         {
@@ -34,7 +38,7 @@ internal static class StaticLaneWiring
         }
 
         // Roots are built once per options instance, so endpoints sharing the application's options share one cache.
-        StaticLaneRoot[] roots = services.GetService<IOptions<StaticLaneRoots>>()?.Value.GetOrBuild(lane, options => BuildRoots(options, listenOptions))
+        StaticLaneRoot[] roots = shared?.GetOrBuild(lane, options => BuildRoots(options, listenOptions))
             ?? BuildRoots(lane, listenOptions);
         if (roots.Length == 0)
         {
@@ -62,8 +66,9 @@ internal static class StaticLaneWiring
     private static StaticLaneRoot[] BuildRoots(StaticLaneOptions lane, ListenOptions listenOptions)
     {
         IServiceProvider services = listenOptions.ApplicationServices;
-        // The options UseFastFiles() uses: the container's with AddFastFiles, else the FastFiles sections bound here.
-        FastFilesOptions fastFiles = FastFilesConfiguration.FastFilesOptions(services);
+        // The options UseFastFiles() uses: the container's with AddFastFiles, else the FastFiles sections bound here and
+        // validated as UseFastFiles() validates them, so an app with only the lane stops at start on an invalid value too.
+        FastFilesOptions fastFiles = FastFilesConfiguration.ValidatedFastFilesOptions(services);
         FastStaticFileOptions? appFiles = null;
         bool serverHeader = listenOptions.KestrelServerOptions?.AddServerHeader ?? true;
         ILogger cacheLogger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Caching") ?? NullLogger.Instance;
@@ -106,6 +111,16 @@ internal static class StaticLaneWiring
 internal sealed class StaticLaneRoots
 {
     private readonly Dictionary<StaticLaneOptions, StaticLaneRoot[]> _built = new(ReferenceEqualityComparer.Instance);
+    private StaticLaneOptions? _application;
+
+    /// <summary>The application's lane options: the container's with <c>AddFastFiles</c>, else bound here from <c>FastFiles:StaticLane</c>, once.</summary>
+    public StaticLaneOptions Application(IServiceProvider services)
+    {
+        lock (_built)
+        {
+            return _application ??= FastFilesOptionsSource.Resolve<StaticLaneOptions>(services, FastFilesConfiguration.StaticLaneSectionName);
+        }
+    }
 
     public StaticLaneRoot[] GetOrBuild(StaticLaneOptions lane, Func<StaticLaneOptions, StaticLaneRoot[]> build)
     {

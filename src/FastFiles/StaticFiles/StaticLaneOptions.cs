@@ -7,8 +7,8 @@ namespace Microsoft.AspNetCore.Builder;
 /// Requests the lane answers never reach the application's middleware: no authentication or authorization, no
 /// rewrites, no CORS, no endpoint routing. Hand it only roots that are public as they are. It does honour the app's
 /// <c>AllowedHosts</c>: a request for another host goes to the app, whose host filtering answers it.
-/// The application's instance is bound from the <c>FastFiles:StaticLane</c> configuration section by <c>AddFastFiles</c>
-/// and refined with <c>ConfigureStaticLane</c>.
+/// The application's instance is bound from the <c>FastFiles:StaticLane</c> configuration section (by <c>AddFastFiles</c>,
+/// or by the lane itself when <c>AddFastFiles</c> was not called) and refined with <c>ConfigureStaticLane</c>.
 /// </remarks>
 public sealed class StaticLaneOptions
 {

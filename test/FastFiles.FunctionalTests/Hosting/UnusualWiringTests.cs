@@ -67,6 +67,61 @@ public sealed class UnusualWiringTests
         }
     }
 
+    // README: lane roots come from ConfigureStaticLane "or the FastFiles:StaticLane configuration section", and
+    // UseStaticLane() without roots takes the application's options; as UseFastFiles() binds its sections itself
+    // without AddFastFiles, so must the lane. Two endpoints with the application's options share one set of roots (one
+    // cache: the second endpoint's request for the same file is a cache hit).
+    [Fact]
+    public async Task Lane_without_AddFastFiles_binds_the_StaticLane_section_and_endpoints_share_its_roots()
+    {
+        using var files = new TestFiles();
+        byte[] content = files.Create("page.txt", 1000);
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder(
+            $"--FastFiles:StaticLane:Roots:0:PhysicalPath={files.Root}",
+            "--FastFiles:StaticLane:Roots:0:Files:RequestPath=/lane",
+            "--FastFiles:StaticLane:Roots:0:Files:CacheControl=public, max-age=55");
+        builder.WebHost.ConfigureKestrel(k =>
+        {
+            k.Listen(System.Net.IPAddress.Loopback, 0, l => l.UseStaticLane());
+            k.Listen(System.Net.IPAddress.Loopback, 0, l => l.UseStaticLane());
+        });
+        WebApplication app = builder.Build();
+        Uri[] addresses = await CodeEndpoints.StartAsync(app);
+        await using (app)
+        {
+            using var lane = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), "fastfiles.lane.requests");
+            using var misses = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), "fastfiles.cache.misses");
+            RawResponse first = await RawHttp.SendAsync(addresses[0], "/lane/page.txt");
+            RawResponse second = await RawHttp.SendAsync(addresses[1], "/lane/page.txt");
+            Assert.Equal(200, first.Status);
+            Assert.Equal(content, first.Body);
+            Assert.Equal("public, max-age=55", first.Headers["Cache-Control"]);
+            Assert.Equal(content, second.Body);
+            Assert.Equal(2, await Poll.UntilAsync(() => lane.Total, 2));
+            Assert.Equal(1, misses.Total);
+            await app.StopAsync();
+        }
+    }
+
+    // README "Configuration": values that could only fail per request stop the host at start with an
+    // OptionsValidationException naming the option. UseFastFiles() validates the sections it binds without AddFastFiles;
+    // an app whose only FastFiles part is the lane (which binds the same sections) must stop as well.
+    [Fact]
+    public async Task Lane_only_app_without_AddFastFiles_stops_at_start_on_an_invalid_value()
+    {
+        using var files = new TestFiles();
+        files.Create("page.txt", 1000);
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder("--FastFiles:MaxCachedFiles=-1");
+        builder.Services.ConfigureStaticLane(lane => lane.Roots.Add(new StaticLaneRootOptions { PhysicalPath = files.Root }));
+        builder.WebHost.ConfigureKestrel(k => k.Listen(System.Net.IPAddress.Loopback, 0, l => l.UseStaticLane()));
+        WebApplication app = builder.Build();
+        await using (app)
+        {
+            var error = await Assert.ThrowsAsync<Microsoft.Extensions.Options.OptionsValidationException>(() => app.StartAsync());
+            Assert.Contains("FastFiles:MaxCachedFiles", error.Message, StringComparison.Ordinal);
+        }
+    }
+
     // Kestrel runs the endpoint defaults before an endpoint's configuration callback ("EndpointDefaults or
     // configureEndpoint may have added an https adapter"): an app whose defaults add TLS must not get a second TLS layer
     // from FastFiles' callback on a Kestrel:Endpoints HTTPS endpoint (the URL path already checks for this).
