@@ -176,6 +176,44 @@ public sealed class FastStaticFileOptions
             : null;
 
     /// <summary>The per-file decisions these options make (content type, Cache-Control), shared by UseFastFiles and the static lane.</summary>
+    /// <remarks>
+    /// Called when <c>UseFastFiles</c> and the static lane are built, at start: a value that could only fail per response
+    /// throws an <see cref="Microsoft.Extensions.Options.OptionsValidationException"/> naming the option instead.
+    /// </remarks>
     internal FastFiles.Http.StaticFilePolicy CreatePolicy()
-        => new(ContentTypeProvider, ServeUnknownFileTypes, DefaultContentType, CacheControl, FastFiles.StaticFiles.FingerprintMatcher.Create(FingerprintPattern) is { } fingerprint ? fingerprint.IsMatch : null, OnPrepareResponse);
+    {
+        var failures = new List<string>();
+        // Kestrel refuses control characters in a header value when it is set (a 500 for every response), and the
+        // static lane writes its header bytes as they are (a CR or LF would start a header line of its own).
+        void HeaderValue(string? value, string option)
+        {
+            if (value is not null && value.AsSpan().ContainsAny(HeaderControls))
+            {
+                failures.Add($"FastStaticFileOptions.{option} must not contain control characters (CR, LF, ...): it is sent as a header value.");
+            }
+        }
+
+        HeaderValue(CacheControl, nameof(CacheControl));
+        HeaderValue(DefaultContentType, nameof(DefaultContentType));
+        FastFiles.StaticFiles.FingerprintMatcher? fingerprint = null;
+        try
+        {
+            fingerprint = FastFiles.StaticFiles.FingerprintMatcher.Create(FingerprintPattern);
+        }
+        catch (ArgumentException ex)
+        {
+            failures.Add($"FastStaticFileOptions.{nameof(FingerprintPattern)} is not a valid regular expression: {ex.Message}");
+        }
+
+        if (failures.Count > 0)
+        {
+            throw new Microsoft.Extensions.Options.OptionsValidationException(Microsoft.Extensions.Options.Options.DefaultName, typeof(FastStaticFileOptions), failures);
+        }
+
+        return new(ContentTypeProvider, ServeUnknownFileTypes, DefaultContentType, CacheControl, fingerprint is not null ? fingerprint.IsMatch : null, OnPrepareResponse);
+    }
+
+    // Control characters other than HTAB (which field values may hold).
+    private static readonly System.Buffers.SearchValues<char> HeaderControls = System.Buffers.SearchValues.Create(
+        "\0\u0001\u0002\u0003\u0004\u0005\u0006\u0007\b\n\u000B\f\r\u000E\u000F\u0010\u0011\u0012\u0013\u0014\u0015\u0016\u0017\u0018\u0019\u001A\u001B\u001C\u001D\u001E\u001F\u007F");
 }

@@ -47,6 +47,44 @@ public sealed class OptionsValidationTests : IDisposable
         Assert.Contains("FastFiles:" + option, failure.Message, StringComparison.Ordinal);
     }
 
+    public static TheoryData<string, Action<FastStaticFileOptions>> InvalidStaticFiles => new()
+    {
+        // Header values Kestrel refuses when they are set, per response (a 500 for every file), and that the static
+        // lane, which writes its header bytes itself, would send as they are (a header line of their own).
+        { "CacheControl", o => o.CacheControl = "public, max-age=60\r\nX-Injected: 1" },
+        { "DefaultContentType", o => { o.ServeUnknownFileTypes = true; o.DefaultContentType = "text/plain\n"; } },
+        // Failed at start already, but as a RegexParseException that named no option.
+        { "FingerprintPattern", o => o.FingerprintPattern = "(unclosed" },
+    };
+
+    [Theory]
+    [MemberData(nameof(InvalidStaticFiles))]
+    public async Task An_invalid_static_file_option_stops_the_host_at_start(string option, Action<FastStaticFileOptions> configure)
+    {
+        var options = new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root) };
+        configure(options);
+        var failure = await Assert.ThrowsAsync<OptionsValidationException>(() => TestHost.StartAsync(app => app.UseFastFiles(options)));
+        Assert.Contains(option, failure.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task An_invalid_lane_root_option_from_configuration_stops_the_host_at_start()
+    {
+        _files.Create("a.txt", 100);
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder(
+            $"--FastFiles:StaticLane:Roots:0:PhysicalPath={_files.Root}",
+            "--FastFiles:StaticLane:Roots:0:Files:DefaultContentType=text/plain\u0001");
+        builder.Services.AddFastFiles();
+        builder.Configuration.AddInMemoryCollection(new Dictionary<string, string?> { ["FastFiles:StaticLane:Roots:0:Files:CacheControl"] = "max-age=60\r\nX-Injected: 1" });
+        builder.WebHost.ConfigureKestrel(k => k.Listen(IPAddress.Loopback, 0, l => l.UseStaticLane()));
+        WebApplication app = builder.Build();
+        await using (app)
+        {
+            var failure = await Assert.ThrowsAsync<OptionsValidationException>(() => app.StartAsync());
+            Assert.Contains("CacheControl", failure.Message, StringComparison.Ordinal);
+        }
+    }
+
     [Fact]
     public async Task A_per_file_limit_bounded_by_the_cache_budget_starts()
     {
