@@ -19,8 +19,9 @@ internal sealed class FastFilesMetrics
 {
     public const string MeterName = "FastFiles";
 
-    // For apps that did not call AddFastFiles: one instance per service provider, so instruments are not duplicated.
-    private static readonly ConditionalWeakTable<IServiceProvider, FastFilesMetrics> Unregistered = [];
+    // For apps that did not call AddFastFiles: one instance per application, so instruments are not duplicated. Keyed by
+    // the app's singleton IMeterFactory, which a request's scoped provider (results run with RequestServices) resolves too.
+    private static readonly ConditionalWeakTable<object, FastFilesMetrics> Unregistered = [];
     private static readonly Lazy<FastFilesMetrics> WithoutServices = new(() => new FastFilesMetrics(null));
 
     private readonly Counter<long> _hits;
@@ -94,8 +95,13 @@ internal sealed class FastFilesMetrics
             return WithoutServices.Value;
         }
 
-        return services.GetService<FastFilesMetrics>()
-            ?? Unregistered.GetValue(services, static sp => new FastFilesMetrics(sp.GetService<IMeterFactory>()));
+        if (services.GetService<FastFilesMetrics>() is { } registered)
+        {
+            return registered;
+        }
+
+        IMeterFactory? factory = services.GetService<IMeterFactory>();
+        return Unregistered.GetValue((object?)factory ?? services, _ => new FastFilesMetrics(factory));
     }
 
     /// <summary>

@@ -122,6 +122,49 @@ public sealed class UnusualWiringTests
         }
     }
 
+    // Without AddFastFiles, UseFastFiles (built from the app's services) and FastResults (run with a request's scoped
+    // services) must report to one set of FastFiles instruments: a second "fastfiles.cache.entries" gauge on the same
+    // meter is a duplicate instrument to exporters, and each would show only part of what the caches hold.
+    [Fact]
+    public async Task Without_AddFastFiles_middleware_and_results_share_one_set_of_instruments()
+    {
+        using var files = new TestFiles();
+        files.Create("page.txt", 1000);
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
+        builder.WebHost.ConfigureKestrel(k => k.Listen(System.Net.IPAddress.Loopback, 0));
+        WebApplication app = builder.Build();
+        app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(files.Root), RequestPath = "/files" });
+        app.MapGet("/result", () => Microsoft.AspNetCore.Http.FastResults.File(files.Root, "page.txt", null, null, true, false, enableContentHashETags: true));
+        Uri address = (await CodeEndpoints.StartAsync(app)).Single();
+        await using (app)
+        {
+            IMeterFactory factory = app.Services.GetRequiredService<IMeterFactory>();
+            Assert.Equal(200, (await RawHttp.SendAsync(address, "/files/page.txt")).Status);
+            Assert.Equal(200, (await RawHttp.SendAsync(address, "/result")).Status);
+
+            long entries = 0;
+            int gauges = 0;
+            using (var listener = new MeterListener())
+            {
+                listener.InstrumentPublished = (instrument, l) =>
+                {
+                    if (instrument.Meter.Scope == factory && instrument.Name == "fastfiles.cache.entries")
+                    {
+                        gauges++;
+                        l.EnableMeasurementEvents(instrument);
+                    }
+                };
+                listener.SetMeasurementEventCallback<long>((_, value, _, _) => entries += value);
+                listener.Start();
+                listener.RecordObservableInstruments();
+            }
+
+            Assert.Equal(1, gauges);
+            Assert.Equal(2, entries);   // one entry in the middleware's cache, one in the results' cache
+            await app.StopAsync();
+        }
+    }
+
     // Kestrel runs the endpoint defaults before an endpoint's configuration callback ("EndpointDefaults or
     // configureEndpoint may have added an https adapter"): an app whose defaults add TLS must not get a second TLS layer
     // from FastFiles' callback on a Kestrel:Endpoints HTTPS endpoint (the URL path already checks for this).
