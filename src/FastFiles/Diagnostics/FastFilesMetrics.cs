@@ -105,10 +105,12 @@ internal sealed class FastFilesMetrics
     }
 
     /// <summary>
-    /// The registered instance, else one shared by the process. For providers that may be a request's scope: unlike
-    /// <see cref="For"/>, it never keys a new instance on the provider.
+    /// The registered instance, else the app's (<see cref="For"/>, keyed on its singleton meter factory), else one shared
+    /// by the process. For providers that may be a request's scope: it never keys a new instance on the provider itself.
     /// </summary>
-    public static FastFilesMetrics Resolve(IServiceProvider? services) => services?.GetService<FastFilesMetrics>() ?? WithoutServices.Value;
+    public static FastFilesMetrics Resolve(IServiceProvider? services)
+        => services?.GetService<FastFilesMetrics>()
+            ?? (services?.GetService<IMeterFactory>() is not null ? For(services) : WithoutServices.Value);
 
     public void Hit() => _hits.Add(1);
 

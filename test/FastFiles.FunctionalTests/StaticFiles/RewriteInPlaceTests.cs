@@ -123,6 +123,25 @@ public sealed class RewriteInPlaceTests(RewriteInPlaceTests.Fixture fixture) : I
         Assert.Equal(1, lane.Total);
     }
 
+    [Fact]
+    public async Task Without_AddFastFiles_a_rewrite_during_send_is_counted_on_the_apps_meter()
+    {
+        (string name, byte[] before, byte[] after) = CreateVersions();
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
+        builder.WebHost.ConfigureKestrel(k => k.Listen(IPAddress.Loopback, 0, l => l.Protocols = HttpProtocols.Http1));
+        WebApplication app = builder.Build();
+        app.MapGet("/result/{name}", (string name) => FastResults.PhysicalFile(_f.Files.PathOf(name)));
+        Uri address = (await CodeEndpoints.StartAsync(app)).Single();
+        await using (app)
+        {
+            using var metric = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), "fastfiles.file.rewritten_during_send");
+            byte[] received = await GetWhileRewritingAsync(address, $"/result/{name}", name, after, range: null);
+            AssertEachByteFromOneVersion(received, before, after, 0);
+            Assert.Equal(1, await Poll.UntilAsync(() => metric.Total, 1));
+            await app.StopAsync();
+        }
+    }
+
     /// <summary>
     /// GETs <paramref name="target"/> (whole, or the range <c>bytes=1000-</c>) on a keep-alive connection with a 16 KiB
     /// receive buffer, rewrites the file in place once 1 MiB has arrived, reads on, and asserts the body never looked
