@@ -5,4 +5,16 @@
 #   eng/bench-load.sh --help     all options
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The harness installs the load tools and peers it needs itself, but it is Python: a fresh Debian machine with only the
+# .NET SDK has no python3 (Debian's minimal and container installs leave it out).
+if ! command -v python3 >/dev/null; then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    echo "installing: python3"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 >/dev/null
+  else
+    echo "missing tool (python3); install it or run as root" >&2
+    exit 1
+  fi
+fi
 exec python3 eng/bench/harness.py "$@"
