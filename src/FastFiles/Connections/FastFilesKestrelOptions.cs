@@ -64,9 +64,9 @@ public sealed class FastFilesKestrelOptions
 
     /// <summary>
     /// Whether plaintext endpoints from configuration (<c>Kestrel:Endpoints</c>) and bound from URLs (<c>--urls</c>,
-    /// <c>ASPNETCORE_URLS</c>, <c>UseUrls</c>) get the zero-copy send path (file bodies sent with sendfile(2); see
-    /// <c>ListenOptions.UseZeroCopySendFile</c>). Code-configured endpoints call <c>UseZeroCopySendFile()</c>
-    /// themselves, first on the endpoint.
+    /// <c>ASPNETCORE_URLS</c>, <c>UseUrls</c>; with <c>AddFastFiles()</c>, whose startup filter takes the addresses) get
+    /// the zero-copy send path (file bodies sent with sendfile(2); see <c>ListenOptions.UseZeroCopySendFile</c>).
+    /// Code-configured endpoints call <c>UseZeroCopySendFile()</c> themselves, first on the endpoint.
     /// </summary>
     /// <remarks>Defaults to <see langword="false"/>.</remarks>
     public bool EnableZeroCopySendFile { get; set; }
@@ -77,7 +77,7 @@ public sealed class FastFilesKestrelOptions
 
     /// <summary>
     /// Whether <c>KestrelServerOptions.UseFastFilesConnections</c> (for every endpoint from configuration or bound from
-    /// URLs, after TLS on HTTPS ones) and <c>ListenOptions.UseFastFilesConnections</c> add the HTTP/1.1 static lane with the application's
+    /// URLs, after TLS on HTTPS ones; URLs need <c>AddFastFiles()</c>) and <c>ListenOptions.UseFastFilesConnections</c> add the HTTP/1.1 static lane with the application's
     /// <c>StaticLaneOptions</c> roots (<c>services.ConfigureStaticLane(...)</c>, the <c>FastFiles:StaticLane</c>
     /// configuration section): GET and HEAD for files under those roots are answered before Kestrel parses the request,
     /// and never reach the application's middleware (no authentication, no rewrites). An explicit <c>UseStaticLane()</c>

@@ -10,6 +10,7 @@ namespace FastFiles.Tests.Packaging;
 /// that gets FastFiles as a user does: a <c>PackageReference</c> to the package packed from this build, restored
 /// from a local folder source into a packages folder of its own, with no usings beyond those a block states itself.
 /// </summary>
+[Collection(PackageCollection.Name)]
 public sealed partial class ReadmeSnippetTests
 {
     [Fact]
@@ -122,7 +123,7 @@ public sealed partial class ReadmeSnippetTests
         return string.Join("\n", usings) + "\n\npublic static class ReadmeSnippets\n{\n    public static void Main()\n    {\n    }\n\n" + methods + "}\n";
     }
 
-    private static async Task<(int ExitCode, string Output)> DotnetAsync(string workingDirectory, params string[] arguments)
+    internal static async Task<(int ExitCode, string Output)> DotnetAsync(string workingDirectory, params string[] arguments)
     {
         var start = new ProcessStartInfo("dotnet", arguments)
         {
@@ -146,7 +147,7 @@ public sealed partial class ReadmeSnippetTests
         return (process.ExitCode, await stdout + await stderr);
     }
 
-    private static string RepositoryRoot()
+    internal static string RepositoryRoot()
     {
         for (DirectoryInfo? directory = new(AppContext.BaseDirectory); directory is not null; directory = directory.Parent)
         {
