@@ -145,7 +145,7 @@ internal static class EndpointWiring
 
     private static void UseParts(ListenOptions listen, FastFilesKestrelOptions options, InnerParts parts)
     {
-        if ((parts & InnerParts.TlsSide) != 0 && (options.EnableTlsRecordCoalescing || options.EnableHttp2TlsOutputStage))
+        if ((parts & InnerParts.TlsSide) != 0 && (options.EnableTlsRecordCoalescing || options.EnableHttp2TlsOutputStage || options.EnableStaticLane))
         {
             ConnectionPartsCoverage.TrackTlsSide(listen);
         }

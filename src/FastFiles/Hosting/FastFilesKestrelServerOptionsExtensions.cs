@@ -53,7 +53,14 @@ public static class FastFilesKestrelServerOptionsExtensions
 
         Http2TlsOutputStageOptions stage = fastFiles.Http2TlsOutputStage;
         bool stageOn = fastFiles.EnableHttp2TlsOutputStage && stage.Mode != Http2TlsOutputStageMode.Disabled;
-        string parts = string.Join(" and ", new[] { fastFiles.EnableTlsRecordCoalescing ? "TLS record coalescing" : null, stageOn ? "the HTTP/2 TLS output stage" : null }.OfType<string>());
+        // The parts that go behind TLS on an HTTPS endpoint, the lane among them: named in the startup logs, and an HTTPS
+        // endpoint they miss is warned about even when the lane is the only one asked for.
+        string parts = string.Join(", ", new[]
+        {
+            fastFiles.EnableTlsRecordCoalescing ? "TLS record coalescing" : null,
+            stageOn ? "HTTP/2 TLS output stage" : null,
+            fastFiles.EnableStaticLane ? "static lane" : null,
+        }.OfType<string>());
         if (options.ApplicationServices is not null)
         {
             ConnectionPartsCoverage.Register(

@@ -141,6 +141,34 @@ public sealed class StartupWarningTests
         AssertEndpointNamedInWarning(started, "AddFastFiles()");
     }
 
+    // The lane goes behind TLS as the other TLS-side parts do: asked for alone, an HTTPS endpoint it cannot reach is named
+    // all the same, and where it is applied the startup log names it.
+    [Fact]
+    public async Task Https_endpoint_bound_from_a_url_without_AddFastFiles_is_named_when_only_the_lane_was_asked_for()
+    {
+        await using Started started = await StartAsync(
+            ["--urls", "https://127.0.0.1:0"],
+            UrlEndpoints(addFastFiles: false, o => { o.EnableTlsRecordCoalescing = false; o.EnableStaticLane = true; }));
+
+        Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
+        AssertEndpointNamedInWarning(started, "AddFastFiles()");
+        Assert.Contains("static lane", Assert.Single(started.Logs.WithId(TlsPartsNotApplied)).Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Https_endpoint_bound_from_a_url_names_the_static_lane_among_its_parts()
+    {
+        await using Started started = await StartAsync(
+            ["--urls", "https://127.0.0.1:0"],
+            UrlEndpoints(addFastFiles: true, o => o.EnableStaticLane = true));
+
+        Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
+        LogCapture.Entry applied = Assert.Single(started.Logs.WithId(UrlEndpointConnections));
+        Assert.Contains("TLS record coalescing", applied.Message, StringComparison.Ordinal);
+        Assert.Contains("static lane", applied.Message, StringComparison.Ordinal);
+        Assert.Empty(started.Logs.WithId(TlsPartsNotApplied));
+    }
+
     // Kestrel's SNI selection is internal, so Kestrel keeps adding that endpoint's TLS; with AddFastFiles() the parts
     // go behind it (the loader runs before binding), without it the endpoint is named in the warning.
     [Theory]
@@ -416,7 +444,7 @@ public sealed class StartupWarningTests
     }
 
     // Endpoints from --urls, with the test certificate as Kestrel's default (what UseHttps() without arguments uses).
-    private static Action<WebApplicationBuilder> UrlEndpoints(bool addFastFiles) => builder =>
+    private static Action<WebApplicationBuilder> UrlEndpoints(bool addFastFiles, Action<FastFilesKestrelOptions>? fastFiles = null) => builder =>
     {
         if (addFastFiles)
         {
@@ -426,7 +454,7 @@ public sealed class StartupWarningTests
         builder.WebHost.ConfigureKestrel(kestrel =>
         {
             kestrel.ConfigureHttpsDefaults(https => https.ServerCertificate = TestCertificate.Instance);
-            kestrel.UseFastFilesConnections();
+            kestrel.UseFastFilesConnections(fastFiles);
         });
     };
 
