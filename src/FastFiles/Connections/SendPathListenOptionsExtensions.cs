@@ -34,6 +34,7 @@ public static class SendPathListenOptionsExtensions
         // Resolved when the endpoint is built, so KestrelServerOptions.UseFastFilesConnections may run before or after this call.
         listenOptions.Use(next =>
         {
+            ConnectionPartsCoverage.PlaintextCovered(listenOptions, ConnectionPartsCoverage.PlaintextParts.SendPath);
             ZeroCopySendFileOptions registered = FastFilesKestrelState.OptionsFor(listenOptions).ZeroCopySendFile;
             var options = new ZeroCopySendFileOptions
             {

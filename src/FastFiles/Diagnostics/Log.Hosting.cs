@@ -25,6 +25,11 @@ internal static partial class Log
         EventName = "EndpointDefaultsNotComposed")]
     public static partial void EndpointDefaultsNotComposed(ILogger logger);
 
+    [LoggerMessage(6006, LogLevel.Warning,
+        "FastFiles' plaintext connection parts ({Parts}) do not apply to the endpoint {Endpoint}: endpoints bound from URLs (--urls, ASPNETCORE_URLS, launchSettings.json) get them only when the app calls builder.Services.AddFastFiles(), and code endpoints call listenOptions.UseZeroCopySendFile() / UseStaticLane() themselves. Add AddFastFiles(), or declare the endpoint under Kestrel:Endpoints.",
+        EventName = "PlaintextPartsNotApplied")]
+    public static partial void PlaintextPartsNotApplied(ILogger logger, string parts, string endpoint);
+
     [LoggerMessage(6005, LogLevel.Warning,
         "The static asset '{AssetPath}' (route '{Route}') no longer has the bytes its build manifest describes (length and SHA-256 ETag): it was changed after the build. FastFiles does not answer it from memory; MapStaticAssets serves the file as it is now, under the build's headers. Rebuild or republish to update assets.",
         EventName = "StaticAssetChanged")]

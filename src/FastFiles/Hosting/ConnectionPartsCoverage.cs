@@ -86,6 +86,19 @@ internal static class ConnectionPartsCoverage
         }
     }
 
+    /// <summary>The endpoint got the static lane or the zero-copy send path (whichever <paramref name="part"/> names).</summary>
+    public static void PlaintextCovered(ListenOptions listen, PlaintextParts part)
+    {
+        if (listen.KestrelServerOptions is { } server)
+        {
+            State state = StateOf(server);
+            lock (state)
+            {
+                state.PlaintextCovered.Add((listen, part));
+            }
+        }
+    }
+
     /// <summary>
     /// An HTTPS endpoint from configuration that Kestrel must put TLS on itself (SNI: its per-host selection is
     /// internal): <paramref name="applyParts"/> runs after Kestrel's TLS once the loader has run, which
@@ -275,6 +288,11 @@ internal static class ConnectionPartsCoverage
             return;
         }
 
+        if (!FastFilesConfiguration.IsRegistered(services))
+        {
+            CheckPlaintext(services, state, addresses);
+        }
+
         if (state.Parts.Length == 0)
         {
             return;
@@ -307,6 +325,52 @@ internal static class ConnectionPartsCoverage
                     ? "it was bound in a way FastFiles cannot reach (a URL added in code with app.Urls or app.Run(url), or a code endpoint without .UseFastFilesConnections() after UseHttps()). Declare it under Kestrel:Endpoints, in --urls/ASPNETCORE_URLS, or as listenOptions.UseHttps(...).UseFastFilesConnections()."
                     : "endpoints bound from URLs (--urls, ASPNETCORE_URLS, launchSettings.json) get the parts only when the app calls builder.Services.AddFastFiles(). Add it, or declare the endpoint under Kestrel:Endpoints.");
             Log.TlsPartsNotApplied(logger, state.Parts, address, reason);
+        }
+    }
+
+    // Without AddFastFiles' startup filter no URL-bound endpoint gets the opt-in plaintext parts (the lane, the send path),
+    // and nothing else would say so: every plaintext address without a part the server-level call asked for is named.
+    private static void CheckPlaintext(IServiceProvider services, State state, ICollection<string> addresses)
+    {
+        if (FastFilesKestrelState.Of(services)?.Options is not { } options)
+        {
+            return;
+        }
+
+        PlaintextParts asked = (options.EnableStaticLane ? PlaintextParts.Lane : 0) | (options.EnableZeroCopySendFile && Connections.SendPath.Native.IsSupported ? PlaintextParts.SendPath : 0);
+        if (asked == 0)
+        {
+            return;
+        }
+
+        (string Endpoint, PlaintextParts Part)[] covered;
+        lock (state)
+        {
+            covered = state.PlaintextCovered.Select(c => (NameOf(c.Listen), c.Part)).ToArray();
+        }
+
+        ILogger logger = CreateLogger(services);
+        foreach (string address in addresses.Where(a => a.StartsWith("http://", StringComparison.OrdinalIgnoreCase)))
+        {
+            PlaintextParts got = 0;
+            foreach ((string endpoint, PlaintextParts part) in covered)
+            {
+                if (string.Equals(endpoint, address, StringComparison.OrdinalIgnoreCase))
+                {
+                    got |= part;
+                }
+            }
+
+            PlaintextParts missing = asked & ~got;
+            if (missing != 0)
+            {
+                string parts = string.Join(", ", new[]
+                {
+                    (missing & PlaintextParts.SendPath) != 0 ? "zero-copy send path" : null,
+                    (missing & PlaintextParts.Lane) != 0 ? "static lane" : null,
+                }.OfType<string>());
+                Log.PlaintextPartsNotApplied(logger, parts, address);
+            }
         }
     }
 
@@ -389,5 +453,18 @@ internal static class ConnectionPartsCoverage
         public List<ListenOptions> Covered { get; } = [];
 
         public List<(ListenOptions Listen, string? Reason)> Reasons { get; } = [];
+
+        public List<(ListenOptions Listen, PlaintextParts Part)> PlaintextCovered { get; } = [];
+    }
+
+    /// <summary>The opt-in parts a plaintext endpoint can have.</summary>
+    [Flags]
+    internal enum PlaintextParts
+    {
+        /// <summary>The HTTP/1.1 static lane.</summary>
+        Lane = 1,
+
+        /// <summary>The zero-copy send path.</summary>
+        SendPath = 2,
     }
 }

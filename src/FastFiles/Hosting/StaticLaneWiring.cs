@@ -20,6 +20,8 @@ internal static class StaticLaneWiring
     // Built when the endpoint binds, after all configuration. lane: null for the application's options.
     internal static ConnectionDelegate CreateLane(ConnectionDelegate next, StaticLaneOptions? lane, ListenOptions listenOptions)
     {
+        // Whatever it decides below (HTTP/2 only, no roots, off for Alt-Svc, which is logged), the lane reached this endpoint.
+        ConnectionPartsCoverage.PlaintextCovered(listenOptions, ConnectionPartsCoverage.PlaintextParts.Lane);
         if ((listenOptions.Protocols & HttpProtocols.Http1) == 0)
         {
             return next;

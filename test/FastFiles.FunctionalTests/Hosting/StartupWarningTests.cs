@@ -30,6 +30,7 @@ public sealed class StartupWarningTests
     private const int TlsPartsNotApplied = 6002;
     private const int UrlEndpointConnections = 6003;
     private const int StaticAssetChanged = 6005;
+    private const int PlaintextPartsNotApplied = 6006;
     private const string Coalesced = "fastfiles.tls_records.coalesced_connections";
 
     [Fact]
@@ -167,6 +168,32 @@ public sealed class StartupWarningTests
         Assert.Contains("TLS record coalescing", applied.Message, StringComparison.Ordinal);
         Assert.Contains("static lane", applied.Message, StringComparison.Ordinal);
         Assert.Empty(started.Logs.WithId(TlsPartsNotApplied));
+    }
+
+    // The lane and the send path reach URL endpoints only through AddFastFiles' startup filter; without it a plaintext
+    // URL endpoint that was asked for them is named (it got neither, silently), and an endpoint they reach is not.
+    [Theory]
+    [InlineData("url", false, true)]
+    [InlineData("url", true, false)]
+    [InlineData("configuration", false, false)]
+    public async Task Plaintext_endpoint_the_lane_and_send_path_miss_is_named_in_a_warning(string bound, bool addFastFiles, bool named)
+    {
+        string[] args = bound == "url" ? ["--urls", "http://127.0.0.1:0"] : ["--Kestrel:Endpoints:Plain:Url=http://127.0.0.1:0"];
+        await using Started started = await StartAsync(args, UrlEndpoints(addFastFiles, o => { o.EnableStaticLane = true; o.EnableZeroCopySendFile = true; }));
+
+        Assert.Equal(HttpStatusCode.OK, await started.GetAsync());
+        if (!named)
+        {
+            Assert.Empty(started.Logs.WithId(PlaintextPartsNotApplied));
+            return;
+        }
+
+        LogCapture.Entry warning = Assert.Single(started.Logs.WithId(PlaintextPartsNotApplied));
+        Assert.Equal(LogLevel.Warning, warning.Level);
+        Assert.Contains(started.Address, warning.Message, StringComparison.Ordinal);
+        Assert.Contains("static lane", warning.Message, StringComparison.Ordinal);
+        Assert.Contains("zero-copy send path", warning.Message, StringComparison.Ordinal);
+        Assert.Contains("AddFastFiles()", warning.Message, StringComparison.Ordinal);
     }
 
     // Kestrel's SNI selection is internal, so Kestrel keeps adding that endpoint's TLS; with AddFastFiles() the parts
