@@ -89,7 +89,7 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
                 ("data.txt", 10_000), ("empty.txt", 0), ("one.txt", 1), ("app.3f2a9c1b.js", 300), ("page.js", 2000), ("page.js.gz", 500),
                 ("page.js.br", 400), ("dir/inner.txt", 10), ("noext", 10), ("UPPER.TXT", 10), (".hidden.txt", 10), ("big.bin", 100_000),
                 ("mid.bin", 40_000),
-                ("with space.txt", 10), ("a+b@c.txt", 10), ("index.html", 700), ("dir/index.html", 70), ("sub/noindex.txt", 10),
+                ("with space.txt", 10), ("a+b@c.txt", 10), ("p!$&'()*,;=:@~_.txt", 10), ("index.html", 700), ("dir/index.html", 70), ("sub/noindex.txt", 10),
             })
             {
                 Files.Create(name, length);
@@ -98,7 +98,7 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
 
             File.SetLastWriteTimeUtc(Files.PathOf("page.js.gz"), Modified.AddSeconds(1));
             File.SetLastWriteTimeUtc(Files.PathOf("page.js.br"), Modified.AddSeconds(1));
-            Host = await LaneHost.StartAsync(Files.Root, files: FilesFor, plainLane: PlainLane);
+            Host = await LaneHost.StartAsync(Files.Root, Kestrel, files: FilesFor, plainLane: PlainLane, settings: Settings);
 
             // A large file's content hash is computed in the background, by each cache on its own: the corpus starts
             // once both the app and the lane send it, so no response depends on which finished first.
@@ -137,6 +137,12 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
 
         /// <summary>Connection middlewares outside the lane on its plaintext endpoint; none by default.</summary>
         protected virtual Action<ListenOptions>? PlainLane => null;
+
+        /// <summary>Server options (limits); Kestrel's defaults unless overridden.</summary>
+        public virtual Action<KestrelServerOptions>? Kestrel => null;
+
+        /// <summary>The app's configuration (AllowedHosts); none unless overridden.</summary>
+        protected virtual IEnumerable<KeyValuePair<string, string?>>? Settings => null;
 
         public async Task DisposeAsync()
         {
