@@ -6,6 +6,7 @@ using FastFiles.Connections.SendPath;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.FileProviders;
@@ -102,6 +103,33 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
         });
         WebApplication app = builder.Build();
         app.Map("/stock", b => b.UseStaticFiles(new StaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root), ServeUnknownFileTypes = true }));
+        app.Map("/stockfast", b =>
+        {
+            b.UseFastSendFile();
+            b.UseStaticFiles(new StaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root), ServeUnknownFileTypes = true });
+        });
+        app.Map("/result", b =>
+        {
+            b.UseFastSendFile();
+            b.Run(context => Microsoft.AspNetCore.Http.Results.File(_files.PathOf(context.Request.Path.Value!), "application/octet-stream", enableRangeProcessing: true).ExecuteAsync(context));
+        });
+        app.Map("/fastresult", b => b.Run(context => FastResults.PhysicalFile(_files.PathOf(context.Request.Path.Value!), "application/octet-stream", null, enableRangeProcessing: true).ExecuteAsync(context)));
+        // The app aborts the request itself, a while into the body.
+        app.Map("/abort", b =>
+        {
+            b.Use(async (context, next) =>
+            {
+                int ms = int.Parse(context.Request.Query["ms"]!, System.Globalization.CultureInfo.InvariantCulture);
+                Task serving = next(context);
+                if (await Task.WhenAny(serving, Task.Delay(ms)) != serving)
+                {
+                    context.Abort();
+                }
+
+                await serving;
+            });
+            b.UseFastFiles(Files());
+        });
         app.UseFastFiles(Files());
         return app;
     }
@@ -134,6 +162,12 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
     [InlineData(6)]
     [InlineData(6, "/stock")]
     [InlineData(2, "/stock")]
+    [InlineData(1, "/stockfast")]
+    [InlineData(1, "/result")]
+    [InlineData(1, "/fastresult")]
+    [InlineData(6, "/stockfast")]
+    [InlineData(6, "/fastresult")]
+    [InlineData(3, "/fastresult")]
     public async Task Resets_at_every_phase_leak_nothing(int endpoint, string prefix = "")
     {
         int unobserved = 0;
@@ -543,5 +577,94 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
         Assert.Equal(0, await Poll.UntilAsync(() => BlockPool.Outstanding, 0));
         string[] errors = _logs.AtLeast(LogLevel.Error).ToArray();
         Assert.True(errors.Length == 0, string.Join("\n", errors));
+    }
+
+    [Theory]
+    [InlineData(0)]
+    [InlineData(1)]
+    [InlineData(2)]
+    [InlineData(3)]
+    [InlineData(6)]
+    public async Task The_app_aborting_mid_body_leaks_nothing(int endpoint)
+    {
+        for (int i = 0; i < 40; i++)
+        {
+            using Socket socket = await RawHttp.ConnectAsync(_addresses[endpoint], receiveBufferSize: 16 * 1024);
+            using Stream stream = await OpenAsync(endpoint, socket);
+            await stream.WriteAsync(Encoding.ASCII.GetBytes($"GET /abort/big.bin?ms={i % 5} HTTP/1.1\r\nHost: x\r\n\r\nGET /small.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+            var sink = new MemoryStream();
+            using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+            if (i % 2 == 0)
+            {
+                // A slow reader: the abort finds the body waiting for the socket.
+                await Task.Delay(20);
+            }
+
+            try
+            {
+                await RawHttp.ReadToEndAsync(stream, sink, timeout.Token);
+            }
+            catch (OperationCanceledException)
+            {
+            }
+
+            Assert.False(timeout.IsCancellationRequested, $"iteration {i}: still open after {sink.Length} bytes: {Encoding.ASCII.GetString(sink.ToArray(), 0, (int)Math.Min(300, sink.Length))}");
+            // The body arrived whole (the abort came too late) or the connection ended inside it.
+            byte[] received = sink.ToArray();
+            int end = RawHttp.IndexOfHeaderEnd([.. received.AsSpan(0, Math.Min(received.Length, 512))]);
+            int head = end < 0 ? received.Length : end + 4;
+            int body = Math.Min(received.Length - head, BigLength);
+            Assert.True(received.AsSpan(head, body).SequenceEqual(_big.AsSpan(0, body)), $"iteration {i}: the body is not a prefix of the file");
+        }
+
+        await AssertCleanAsync();
+    }
+
+    [Theory]
+    [InlineData(0, "")]
+    [InlineData(1, "")]
+    [InlineData(1, "/stockfast")]
+    [InlineData(1, "/fastresult")]
+    [InlineData(3, "/fastresult")]
+    [InlineData(6, "")]
+    public async Task A_file_replaced_by_rename_mid_body_gives_the_old_bytes(int endpoint, string prefix)
+    {
+        string name = $"replaced-{Guid.NewGuid():N}.bin";
+        byte[] original = _files.Create(name, 32 * 1024 * 1024, seed: 7);
+        using Socket socket = await RawHttp.ConnectAsync(_addresses[endpoint], receiveBufferSize: 16 * 1024);
+        using Stream stream = await OpenAsync(endpoint, socket);
+        await stream.WriteAsync(Encoding.ASCII.GetBytes($"GET {prefix}/{name} HTTP/1.1\r\nHost: x\r\n\r\n"));
+        (int status, Dictionary<string, string> headers, byte[] leftover) = await RawHttp.ReadHeadAsync(stream, CancellationToken.None);
+        Assert.Equal(200, status);
+        Assert.Equal(original.Length.ToString(System.Globalization.CultureInfo.InvariantCulture), headers["Content-Length"]);
+        var received = new MemoryStream();
+        received.Write(leftover);
+        var chunk = new byte[16 * 1024];
+        while (received.Length < 1024 * 1024)
+        {
+            int read = await stream.ReadAsync(chunk);
+            Assert.NotEqual(0, read);
+            received.Write(chunk, 0, read);
+        }
+
+        string temp = _files.PathOf(name + ".new");
+        File.WriteAllBytes(temp, new byte[3 * 1024 * 1024]);
+        File.Move(temp, _files.PathOf(name), overwrite: true);
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        while (received.Length < original.Length)
+        {
+            int read = await stream.ReadAsync(chunk, timeout.Token);
+            if (read == 0)
+            {
+                break;
+            }
+
+            received.Write(chunk, 0, read);
+        }
+
+        // Whole and old, or cut short (never mixed, never padded).
+        Assert.True(received.ToArray().AsSpan().SequenceEqual(original.AsSpan(0, (int)received.Length)), "the body is not a prefix of the old file");
+        Assert.Equal(original.Length, received.Length);
+        await AssertCleanAsync();
     }
 }
