@@ -43,7 +43,11 @@ internal sealed class TlsRecordWriter : PipeWriter
     private readonly object _cancelSync = new();
     private volatile bool _cancelBetweenRecords;
     private bool _inStreamFlush;
-    private bool _completed;
+    private volatile bool _completed;
+
+    // Complete while a flush runs (a caller that breaks the one-writer rule, or the connection middleware's finally): the
+    // flush stops after the write under way and returns the listed blocks itself, so none goes back to the pool twice.
+    private bool _dropAfterFlush;
 
     // A write to the stream was cancelled part-way: a record may be cut short, so nothing more can go out.
     private bool _broken;
@@ -151,13 +155,28 @@ internal sealed class TlsRecordWriter : PipeWriter
     {
         CancellationTokenSource cancellation = _flushCancellation ??= new CancellationTokenSource();
         using CancellationTokenRegistration linked = cancellationToken.UnsafeRegister(static s => ((CancellationTokenSource)s!).Cancel(), cancellation);
-        _flushing = true;
+        lock (_cancelSync)
+        {
+            if (_completed)
+            {
+                return Closed;
+            }
+
+            _flushing = true;
+        }
+
         int sent = 0;
         bool writing = false;
         try
         {
             for (; sent < _filled.Count; sent++)
             {
+                if (_completed)
+                {
+                    _filled.RemoveRange(0, sent);
+                    return Closed;
+                }
+
                 cancellation.Token.ThrowIfCancellationRequested();
                 if (_cancelBetweenRecords && TakeCancelBetweenRecords())
                 {
@@ -236,7 +255,21 @@ internal sealed class TlsRecordWriter : PipeWriter
         }
         finally
         {
-            _flushing = false;
+            bool drop;
+            lock (_cancelSync)
+            {
+                _flushing = false;
+                drop = _dropAfterFlush;
+                _dropAfterFlush = false;
+            }
+
+            if (drop)
+            {
+                Commit();
+                DropFilled();
+                _flushCancellation?.Dispose();
+                _flushCancellation = null;
+            }
         }
     }
 
@@ -322,16 +355,27 @@ internal sealed class TlsRecordWriter : PipeWriter
 
     public override void Complete(Exception? exception = null)
     {
-        if (_completed)
+        bool flushing;
+        lock (_cancelSync)
         {
-            return;
+            if (_completed)
+            {
+                return;
+            }
+
+            _completed = true;
+            flushing = _flushing;
+            _dropAfterFlush = flushing;
         }
 
-        _completed = true;
-        Commit();
-        DropFilled();
-        _flushCancellation?.Dispose();
-        _flushCancellation = null;
+        if (!flushing)
+        {
+            Commit();
+            DropFilled();
+            _flushCancellation?.Dispose();
+            _flushCancellation = null;
+        }
+
         _replaced.Complete(exception);
     }
 

@@ -231,6 +231,34 @@ public sealed class TlsRecordWriterTests
     }
 
     [Fact]
+    public async Task Completing_during_a_flush_returns_each_block_to_the_pool_once()
+    {
+        // The connection middleware completes the writer in its finally; were a flush still running then, the blocks
+        // listed for it must go back to the shared pool once, by whichever of the two ends last.
+        while (TlsRecordWriter.BlockPool.Retained > 0)
+        {
+            TlsRecordWriter.BlockPool.Rent();
+        }
+
+        var stream = new GatedStream();
+        var writer = new TlsRecordWriter(stream, new Pipe().Writer);
+        writer.Write(Random(3 * Record, 15));
+        ValueTask<FlushResult> flush = writer.FlushAsync();
+        await stream.WriteStarted.Task.WaitAsync(TimeSpan.FromSeconds(30));
+        writer.Complete();
+        stream.Open();
+        FlushResult result = await flush.AsTask().WaitAsync(TimeSpan.FromSeconds(30));
+
+        // The record under way went out whole; nothing after the completion.
+        Assert.True(result.IsCompleted);
+        Assert.Equal(Record, stream.Data.Length);
+        int retained = TlsRecordWriter.BlockPool.Retained;
+        Assert.Equal(3, retained);
+        var rented = Enumerable.Range(0, retained).Select(_ => TlsRecordWriter.BlockPool.Rent()).ToList();
+        Assert.Equal(rented.Count, rented.Distinct(ReferenceEqualityComparer.Instance).Count());
+    }
+
+    [Fact]
     public async Task Completing_without_an_error_sends_what_is_buffered()
     {
         var stream = new RecordingStream();
