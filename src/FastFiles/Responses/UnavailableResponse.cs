@@ -35,12 +35,37 @@ internal static class UnavailableResponse
         long last = Interlocked.Read(ref s_lastWarningTicks);
         if (now - last >= QuietTicks && Interlocked.CompareExchange(ref s_lastWarningTicks, now, last) == last)
         {
-            Log.DescriptorsExhausted(logger, path, Interlocked.Exchange(ref s_suppressed, 0), ex.Message);
+            Log.DescriptorsExhausted(logger, EscapeControls(path), Interlocked.Exchange(ref s_suppressed, 0), ex.Message);
         }
         else
         {
             Interlocked.Increment(ref s_suppressed);
-            Log.DescriptorsExhaustedAgain(logger, path);
+            Log.DescriptorsExhaustedAgain(logger, EscapeControls(path));
         }
+    }
+
+    // The path is the request's, decoded (%0D%0A is CR LF): escaped, it cannot start a log line of its own in a text
+    // log. Only this event is logged at Warning with a request path; the path itself is untouched.
+    private static string EscapeControls(string path)
+    {
+        if (!path.AsSpan().ContainsAnyInRange('\u0000', '\u001F') && !path.Contains('\u007F'))
+        {
+            return path;
+        }
+
+        var escaped = new System.Text.StringBuilder(path.Length + 16);
+        foreach (char c in path)
+        {
+            if (c < ' ' || c == '\u007F')
+            {
+                escaped.Append(CultureInfo.InvariantCulture, $"\\x{(int)c:X2}");
+            }
+            else
+            {
+                escaped.Append(c);
+            }
+        }
+
+        return escaped.ToString();
     }
 }

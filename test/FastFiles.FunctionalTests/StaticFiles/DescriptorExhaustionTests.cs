@@ -27,10 +27,12 @@ public sealed class DescriptorExhaustionTests : IDisposable
     {
         byte[] big = _files.Create("big.bin", 1024 * 1024);
         // Never requested before the limit drops: nothing of it is cached (bytes or descriptor), so it must be opened.
-        byte[] cold = _files.Create("cold.bin", 1024 * 1024, seed: 2);
+        // Its name holds CR LF and what would be a log line of its own: the warning must not forge one.
+        const string Cold = "cold\r\nfail: forged.bin", ColdTarget = "/cold%0D%0Afail:%20forged.bin";
+        byte[] cold = _files.Create(Cold, 1024 * 1024, seed: 2);
         byte[] small = _files.Create("small.txt", 1000);
         // Deployed files at rest, sent with sendfile as before (files written within RecentWriteWindow are copied).
-        foreach (string name in new[] { "big.bin", "cold.bin", "small.txt" })
+        foreach (string name in new[] { "big.bin", Cold, "small.txt" })
         {
             File.SetLastWriteTimeUtc(_files.PathOf(name), DateTime.UtcNow.AddHours(-1));
         }
@@ -49,7 +51,7 @@ public sealed class DescriptorExhaustionTests : IDisposable
         await PrlimitAsync($"--pid {sample.ProcessId} --nofile=3:{original[1]}");
         try
         {
-            refused = await RawHttp.ExchangeAsync(connection, "/cold.bin", timeout.Token);
+            refused = await RawHttp.ExchangeAsync(connection, ColdTarget, timeout.Token);
         }
         catch (IOException)
         {
@@ -93,7 +95,7 @@ public sealed class DescriptorExhaustionTests : IDisposable
         RawResponse cached = await RawHttp.ExchangeAsync(connection, "/small.txt", timeout.Token);
         Assert.Equal(200, cached.Status);
         Assert.Equal(small, cached.Body);
-        RawResponse recovered = await RawHttp.ExchangeAsync(connection, "/cold.bin", timeout.Token);
+        RawResponse recovered = await RawHttp.ExchangeAsync(connection, ColdTarget, timeout.Token);
         Assert.Equal(200, recovered.Status);
         Assert.Equal(cold, recovered.Body);
 
@@ -105,6 +107,10 @@ public sealed class DescriptorExhaustionTests : IDisposable
         }
 
         Assert.Equal(1, sample.Output.Count(l => l.Contains(Warning, StringComparison.Ordinal)));
+        // The request's CR LF is escaped in the warning, which any text sink then writes as one line.
+        Assert.True(
+            sample.Output.Any(l => l.Contains(Warning + " /cold\\x0D\\x0Afail: forged.bin", StringComparison.Ordinal)),
+            string.Join('\n', sample.Output.Where(l => l.Contains(Warning, StringComparison.Ordinal))));
         Assert.DoesNotContain(sample.Output, l => l.StartsWith("fail:", StringComparison.Ordinal) || l.StartsWith("crit:", StringComparison.Ordinal));
     }
 
