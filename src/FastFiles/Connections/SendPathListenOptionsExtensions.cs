@@ -44,6 +44,14 @@ public static class SendPathListenOptionsExtensions
             };
             configure?.Invoke(options);
 
+            // As the server-level options are checked: a negative value stops the host as it starts, naming the setting.
+            var failures = new List<string>();
+            options.Validate(failures, $"{nameof(ZeroCopySendFileOptions)} of {listenOptions}");
+            if (failures.Count > 0)
+            {
+                throw new OptionsValidationException(Options.DefaultName, typeof(ZeroCopySendFileOptions), failures);
+            }
+
             // The app's file caches keep descriptors for the cached bodies this endpoint sends with sendfile(2): the
             // container's options (UseFastFiles, the lane) and, without AddFastFiles, the ones FastResults resolves.
             if (listenOptions.ApplicationServices is { } services)

@@ -31,4 +31,23 @@ public sealed class ZeroCopySendFileOptions
     /// </summary>
     /// <remarks>Defaults to 1 second.</remarks>
     public TimeSpan RecentWriteWindow { get; set; } = TimeSpan.FromSeconds(1);
+
+    /// <summary>Adds a message per negative setting to <paramref name="failures"/>, each named after <paramref name="prefix"/>.</summary>
+    internal void Validate(List<string> failures, string prefix)
+    {
+        if (MinimumLength < 0)
+        {
+            failures.Add($"{prefix}:{nameof(MinimumLength)} must not be negative (it is {MinimumLength}).");
+        }
+
+        if (CachedMinimumLength < 0)
+        {
+            failures.Add($"{prefix}:{nameof(CachedMinimumLength)} must not be negative (it is {CachedMinimumLength}).");
+        }
+
+        if (RecentWriteWindow < TimeSpan.Zero)
+        {
+            failures.Add($"{prefix}:{nameof(RecentWriteWindow)} must not be negative (it is {RecentWriteWindow}).");
+        }
+    }
 }

@@ -96,14 +96,8 @@ public static class FastFilesKestrelServerOptionsExtensions
             }
         }
 
-        ZeroCopySendFileOptions sendFile = o.ZeroCopySendFile;
         NotNegative(o.DescriptorReserve, nameof(o.DescriptorReserve));
-        NotNegative(sendFile.MinimumLength, $"ZeroCopySendFile:{nameof(sendFile.MinimumLength)}");
-        NotNegative(sendFile.CachedMinimumLength, $"ZeroCopySendFile:{nameof(sendFile.CachedMinimumLength)}");
-        if (sendFile.RecentWriteWindow < TimeSpan.Zero)
-        {
-            failures.Add($"{section}:ZeroCopySendFile:{nameof(sendFile.RecentWriteWindow)} must not be negative (it is {sendFile.RecentWriteWindow}).");
-        }
+        o.ZeroCopySendFile.Validate(failures, $"{section}:ZeroCopySendFile");
 
         if (o.Http2TlsOutputStage.MaxBufferSize is < 1 and long bound)
         {

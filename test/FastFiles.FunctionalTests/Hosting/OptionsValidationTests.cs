@@ -85,6 +85,30 @@ public sealed class OptionsValidationTests : IDisposable
         }
     }
 
+    [Theory]
+    [InlineData("MinimumLength")]
+    [InlineData("CachedMinimumLength")]
+    [InlineData("RecentWriteWindow")]
+    public async Task An_invalid_send_path_setting_given_in_code_stops_the_host_at_start(string option)
+    {
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
+        builder.WebHost.ConfigureKestrel(k => k.Listen(IPAddress.Loopback, 0, l => l.UseZeroCopySendFile(o =>
+        {
+            switch (option)
+            {
+                case "MinimumLength": o.MinimumLength = -1; break;
+                case "CachedMinimumLength": o.CachedMinimumLength = -1; break;
+                default: o.RecentWriteWindow = TimeSpan.FromSeconds(-1); break;
+            }
+        })));
+        WebApplication app = builder.Build();
+        await using (app)
+        {
+            var failure = await Assert.ThrowsAsync<OptionsValidationException>(() => app.StartAsync());
+            Assert.Contains(option + " must not be negative", failure.Message, StringComparison.Ordinal);
+        }
+    }
+
     [Fact]
     public async Task A_per_file_limit_bounded_by_the_cache_budget_starts()
     {
