@@ -398,14 +398,10 @@ public sealed class DynamicCompressionVersionTests : IDisposable
             Assert.Equal(encoded[coding], body);
             Assert.Equal(body.Length, result.GetProperty("length").GetInt64());
 
+            // One range of the variant: its encoded bytes (several ranges of a variant get the whole variant).
             Assert.Equal(206, result.GetProperty("rangeStatus").GetInt32());
             Assert.Equal(coding, result.GetProperty("rangeEncoding").GetString());
-            string boundary = result.GetProperty("rangeType").GetString()!.Split("boundary=")[1];
-            List<MultipartPart> parts = await MultipartPart.ReadAsync(boundary, new MemoryStream(Convert.FromBase64String(result.GetProperty("rangeBody").GetString()!)));
-            Assert.Equal(2, parts.Count);
-            Assert.Equal(body.AsSpan(0, 100).ToArray(), parts[0].Body);
-            Assert.Equal(body.AsSpan(1000, 200).ToArray(), parts[1].Body);
-            Assert.Equal($"bytes 1000-1199/{body.Length}", parts[1].ContentRange);
+            Assert.Equal(body.AsSpan(1000, 200).ToArray(), Convert.FromBase64String(result.GetProperty("rangeBody").GetString()!));
         }
     }
 }

@@ -38,7 +38,7 @@ async function main() {
     for (const coding of ['br', 'gzip']) {
       const whole = await request(session, { ':path': path, 'accept-encoding': coding });
       const decoded = coding === 'br' ? zlib.brotliDecompressSync(whole.body) : zlib.gunzipSync(whole.body);
-      const ranges = await request(session, { ':path': path, 'accept-encoding': coding, range: 'bytes=0-99,1000-1199' });
+      const ranges = await request(session, { ':path': path, 'accept-encoding': coding, range: 'bytes=1000-1199' });
       results.push({
         base,
         coding,
