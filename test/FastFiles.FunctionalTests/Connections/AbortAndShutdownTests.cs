@@ -170,10 +170,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
     [InlineData(3, "/fastresult")]
     public async Task Resets_at_every_phase_leak_nothing(int endpoint, string prefix = "")
     {
-        int unobserved = 0;
-        EventHandler<UnobservedTaskExceptionEventArgs> onUnobserved = (_, e) => Interlocked.Increment(ref unobserved);
-        TaskScheduler.UnobservedTaskException += onUnobserved;
-        try
+        await WithoutUnobservedExceptionsAsync(async () =>
         {
             Uri uri = _addresses[endpoint];
             var chunk = new byte[64 * 1024];
@@ -208,15 +205,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
             }
 
             await AssertCleanAsync();
-            GC.Collect();
-            GC.WaitForPendingFinalizers();
-            GC.Collect();
-            Assert.Equal(0, unobserved);
-        }
-        finally
-        {
-            TaskScheduler.UnobservedTaskException -= onUnobserved;
-        }
+        });
     }
 
     [Theory]
@@ -226,10 +215,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
     [InlineData(3)]
     public async Task Stop_with_a_stalled_reader_closes_after_the_shutdown_timeout(int endpoint)
     {
-        await _app.StopAsync();
-        await _app.DisposeAsync();
-        _app = Build(TimeSpan.FromSeconds(1));
-        _addresses = await CodeEndpoints.StartAsync(_app);
+        await RestartAsync(TimeSpan.FromSeconds(1));
 
         var sockets = new List<Socket>();
         var streams = new List<Stream>();
@@ -304,6 +290,35 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
         await AssertCleanAsync();
     }
 
+    // The app again, with other limits for one test.
+    private async Task RestartAsync(TimeSpan? shutdownTimeout, MinDataRate? minResponseDataRate = null)
+    {
+        await _app.StopAsync();
+        await _app.DisposeAsync();
+        _app = Build(shutdownTimeout, minResponseDataRate);
+        _addresses = await CodeEndpoints.StartAsync(_app);
+    }
+
+    // Runs body, then collects: a task that faulted unobserved in it (an abort path's exception nobody awaited) fails the test.
+    private static async Task WithoutUnobservedExceptionsAsync(Func<Task> body)
+    {
+        int unobserved = 0;
+        EventHandler<UnobservedTaskExceptionEventArgs> onUnobserved = (_, e) => Interlocked.Increment(ref unobserved);
+        TaskScheduler.UnobservedTaskException += onUnobserved;
+        try
+        {
+            await body();
+            GC.Collect();
+            GC.WaitForPendingFinalizers();
+            GC.Collect();
+            Assert.Equal(0, unobserved);
+        }
+        finally
+        {
+            TaskScheduler.UnobservedTaskException -= onUnobserved;
+        }
+    }
+
     private async Task AssertCleanAsync()
     {
         AssertTlsPoolHasNoDuplicates();
@@ -336,10 +351,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
     [InlineData(5)]
     public async Task Http2_resets_and_goaway_mid_body_through_the_stage_leak_nothing(int endpoint)
     {
-        int unobserved = 0;
-        EventHandler<UnobservedTaskExceptionEventArgs> onUnobserved = (_, e) => Interlocked.Increment(ref unobserved);
-        TaskScheduler.UnobservedTaskException += onUnobserved;
-        try
+        await WithoutUnobservedExceptionsAsync(async () =>
         {
             for (int i = 0; i < 60; i++)
             {
@@ -380,15 +392,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
             }
 
             await AssertCleanAsync();
-            GC.Collect();
-            GC.WaitForPendingFinalizers();
-            GC.Collect();
-            Assert.Equal(0, unobserved);
-        }
-        finally
-        {
-            TaskScheduler.UnobservedTaskException -= onUnobserved;
-        }
+        });
     }
 
     [Theory]
@@ -396,10 +400,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
     [InlineData(5)]
     public async Task Stop_with_http2_streams_stalled_on_flow_control_closes_after_the_shutdown_timeout(int endpoint)
     {
-        await _app.StopAsync();
-        await _app.DisposeAsync();
-        _app = Build(TimeSpan.FromSeconds(1));
-        _addresses = await CodeEndpoints.StartAsync(_app);
+        await RestartAsync(TimeSpan.FromSeconds(1));
         var clients = new List<RawHttp2Client>();
         for (int i = 0; i < 4; i++)
         {
@@ -447,10 +448,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
     [InlineData(1, true)]
     public async Task A_client_that_stops_reading_is_cut_off_by_the_minimum_rate(int endpoint, bool big)
     {
-        await _app.StopAsync();
-        await _app.DisposeAsync();
-        _app = Build(null, new MinDataRate(1024 * 1024, TimeSpan.FromSeconds(1.5)));
-        _addresses = await CodeEndpoints.StartAsync(_app);
+        await RestartAsync(null, new MinDataRate(1024 * 1024, TimeSpan.FromSeconds(1.5)));
         using Socket socket = await RawHttp.ConnectAsync(_addresses[endpoint], receiveBufferSize: 16 * 1024);
         using Stream stream = await OpenAsync(endpoint, socket);
         var request = new StringBuilder();
@@ -488,10 +486,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
     [Fact]
     public async Task H2c_on_the_send_path_cancels_and_closes_mid_body_leak_nothing()
     {
-        int unobserved = 0;
-        EventHandler<UnobservedTaskExceptionEventArgs> onUnobserved = (_, e) => Interlocked.Increment(ref unobserved);
-        TaskScheduler.UnobservedTaskException += onUnobserved;
-        try
+        await WithoutUnobservedExceptionsAsync(async () =>
         {
             for (int i = 0; i < 60; i++)
             {
@@ -536,25 +531,13 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
             {
                 Assert.Equal(_big, await client.GetByteArrayAsync(new Uri(_addresses[7], "/big.bin")));
             }
-
-            GC.Collect();
-            GC.WaitForPendingFinalizers();
-            GC.Collect();
-            Assert.Equal(0, unobserved);
-        }
-        finally
-        {
-            TaskScheduler.UnobservedTaskException -= onUnobserved;
-        }
+        });
     }
 
     [Fact]
     public async Task Stop_with_h2c_streams_stalled_on_the_send_path_closes_after_the_shutdown_timeout()
     {
-        await _app.StopAsync();
-        await _app.DisposeAsync();
-        _app = Build(TimeSpan.FromSeconds(1));
-        _addresses = await CodeEndpoints.StartAsync(_app);
+        await RestartAsync(TimeSpan.FromSeconds(1));
         var clients = new List<HttpClient>();
         var bodies = new List<Stream>();
         for (int i = 0; i < 4; i++)
