@@ -17,7 +17,9 @@ internal static class FileRequestEvaluator
     /// byte ranges, honoured only if If-Range allows it. <paramref name="start"/> and <paramref name="count"/> are the
     /// bytes to send for 200 and a single-part 206; <paramref name="ranges"/> the parts of a multipart 206, when
     /// <paramref name="maxRanges"/> (default 1: several ranges get a 200) allows several. <paramref name="parsed"/>, when given, memoizes parsed values per
-    /// connection; <paramref name="now"/> (default: the current time) bounds valid dates.
+    /// connection; <paramref name="now"/> (default: the current time) bounds valid dates. <paramref name="codings"/>: the
+    /// resource has content-coded variants, whose representations share one Last-Modified, so a date in If-Range does
+    /// not identify the bytes a client holds and only an entity tag keeps the range (RFC 9110 13.1.5, 8.8.2.2).
     /// </summary>
     public static int Evaluate(
         in FileRequestHeaders headers,
@@ -30,7 +32,8 @@ internal static class FileRequestEvaluator
         out long count,
         out ByteRange[]? ranges,
         int maxRanges = 1,
-        DateTimeOffset? now = null)
+        DateTimeOffset? now = null,
+        bool codings = false)
     {
         ranges = null;
         int status = EvaluatePreconditions(headers, file, isGet || isHead, parsed, now);
@@ -43,7 +46,7 @@ internal static class FileRequestEvaluator
 
         StringValues range = headers.Range;
         // A Range with several field lines is not a single range; like a multi-range it gets the whole file.
-        if (range.Count != 1 || !IfRangeAllows(headers.IfRange, file, parsed))
+        if (range.Count != 1 || (codings && IsDateIfRange(headers.IfRange)) || !IfRangeAllows(headers.IfRange, file, parsed))
         {
             return status;
         }
@@ -117,6 +120,19 @@ internal static class FileRequestEvaluator
         }
 
         return parsed is not null ? parsed.IfRange(ifRange, file) : IfRangeAllowsUncached(ifRange, file);
+    }
+
+    // A client that resumes with a date may hold identity bytes while the range would come from a variant made since (or
+    // the other way round, after an eviction): the date matches both, the bytes would mix two codings.
+    private static bool IsDateIfRange(StringValues ifRange)
+    {
+        if (StringValues.IsNullOrEmpty(ifRange))
+        {
+            return false;
+        }
+
+        ReadOnlySpan<char> value = ifRange.ToString().AsSpan().TrimStart(" \t");
+        return !value.StartsWith("W/", StringComparison.Ordinal) && !value.StartsWith("\"", StringComparison.Ordinal);
     }
 
     /// <summary><see cref="IfRangeAllows"/> without the memo (what the memo calls on a miss).</summary>

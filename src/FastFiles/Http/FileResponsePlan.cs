@@ -84,7 +84,8 @@ internal readonly struct FileResponsePlan
         }
 
         int status = FileRequestEvaluator.Evaluate(
-            request.Headers, file, request.IsGet, isHead, settings.EnableRangeProcessing, request.Memo, out long start, out long count, out ByteRange[]? ranges, maxRanges);
+            request.Headers, file, request.IsGet, isHead, settings.EnableRangeProcessing, request.Memo, out long start, out long count, out ByteRange[]? ranges, maxRanges,
+            codings: settings.VaryAcceptEncoding);
         switch (status)
         {
             // Both depend on the representation Accept-Encoding selected (its tag, its length): Vary says so as on a 200
