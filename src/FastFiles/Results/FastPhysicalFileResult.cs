@@ -185,9 +185,10 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
         (FileResponder responder, ILogger logger) = sources?.Responder(services!) ?? RootSources.CreateResponder(services);
 
         // Compression and content hashes are made once per file version, so they need the root's file cache.
-        if (RootDirectory is not null && (EnableDynamicCompression || EnableContentHashETags) && !ExplicitValidators
-            && sources?.CacheFor(RootDirectory, FollowSymlinksOutsideRoot, EnableDynamicCompression, EnableContentHashETags, services!) is { } cache
-            && await TrySendCachedAsync(httpContext, cache, responder, logger))
+        FileCache? cache = RootDirectory is not null && (EnableDynamicCompression || EnableContentHashETags) && !ExplicitValidators
+            ? sources?.CacheFor(RootDirectory, FollowSymlinksOutsideRoot, EnableDynamicCompression, EnableContentHashETags, services!)
+            : null;
+        if (cache is not null && await TrySendCachedAsync(httpContext, cache, responder, logger))
         {
             return;
         }
@@ -222,7 +223,19 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
                 file.UseContentHash(ContentHash.ForFile(file.PhysicalPath, file.Stamp, null, null, null, httpContext.RequestAborted));
             }
 
-            await responder.SendAsync(httpContext, file, Settings());
+            // As a cached entry's, and as UseFastFiles answers from disk: a file that has or will have variants varies by
+            // Accept-Encoding on this response too (RFC 9110 12.5.5), though it is sent as it is.
+            FileResponseSettings settings = Settings();
+            if (EnableDynamicCompression && cache is not null && file.PhysicalPath is { } physical)
+            {
+                settings = settings with
+                {
+                    VaryAcceptEncoding = cache.Compresses(settings.ContentType, file.Length)
+                        || Array.Exists(Sidecar.All, s => File.Exists(physical + s.Suffix)),
+                };
+            }
+
+            await responder.SendAsync(httpContext, file, settings);
         }
     }
 
