@@ -242,6 +242,16 @@ def run(argv: list[str], timeout: float | None = None, check: bool = True) -> su
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=check)
 
 
+def run_load(argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """A load generator run, bounded: one that outlives its timeout is killed and reported (returncode None), not raised."""
+    try:
+        return run(argv, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as e:
+        def text(v):
+            return v.decode(errors="replace") if isinstance(v, bytes) else (v or "")
+        return subprocess.CompletedProcess(argv, None, text(e.stdout), text(e.stderr) + f"\n[timed out after {timeout:.0f} s]\n")
+
+
 # ---------------------------------------------------------------- setup
 
 
@@ -591,7 +601,7 @@ def measure(workload: Workload, server: Server, duration: int, work: Path, raw: 
     before = server_stats(server)
     cpu_before = cpu_seconds(server)
     argv = load_command(workload, server, duration, work)
-    result = run(argv, timeout=duration + 60, check=False)
+    result = run_load(argv, timeout=duration + 60)
     cpu_after = cpu_seconds(server)
     after = server_stats(server)
     (raw / f"{tag}.txt").write_text(shlex.join(argv) + "\n\n" + result.stdout + result.stderr)
@@ -600,6 +610,9 @@ def measure(workload: Workload, server: Server, duration: int, work: Path, raw: 
     except ValueError:
         log(f"  {server.name}: could not parse {workload.tool} output (rc={result.returncode}); see {raw / (tag + '.txt')}")
         row = {"requests": 0, "rps": 0.0, "mbps": 0.0, "errors": 1, "unparsed": True}
+    if result.returncode is None:
+        log(f"  {server.name}: {workload.tool} did not finish within {duration + 60} s; see {raw / (tag + '.txt')}")
+        row["timed_out"] = True
     if cpu_before is not None and cpu_after is not None and row.get("bytes"):
         # Server CPU seconds (user + system, all threads and worker processes) per GiB the client received.
         row["cpu_s_per_gib"] = (cpu_after - cpu_before) / (row["bytes"] / GIB)
@@ -884,12 +897,12 @@ def main() -> int:
         for s in servers:
             if s.is_dotnet:
                 for w in shapes.values():
-                    run(load_command(w, s, share, work), timeout=share + 60, check=False)
+                    run_load(load_command(w, s, share, work), timeout=share + 60)
     if args.warmup > 0:
         log(f"warm-up: {args.warmup} s per configuration and workload")
         for w in workloads:
             for s in servers:
-                run(load_command(w, s, args.warmup, work), timeout=args.warmup + 60, check=False)
+                run_load(load_command(w, s, args.warmup, work), timeout=args.warmup + 60)
 
     results: dict = {}
     ciphers: set = set()
@@ -916,6 +929,13 @@ def main() -> int:
     write_machine(out, configs, args, ciphers)
     (out / "runs.json").write_text(json.dumps({"command": command, "configs": configs, "results": results, "summary": summary}, indent=1))
     log(f"results in {out}")
+    # A load run that never finished against a FastFiles configuration is a hang to look into; against a peer (nginx,
+    # Caddy) it is the peer's or the load generator's, reported above and in the tables as an error.
+    hung = sorted({s for w in results.values() for s, rows in w.items()
+                   if any(r.get("timed_out") for r in rows) and next(x for x in servers if x.name == s).is_dotnet})
+    if hung:
+        log(f"load runs against {', '.join(hung)} did not finish")
+        return 1
     return 0
 
 
