@@ -71,6 +71,17 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
     public bool Compresses(string? contentType, long length)
         => (_compression?.CodingsFor(contentType, length) ?? ContentCodings.None) != ContentCodings.None;
 
+    /// <summary>
+    /// Whether responses for the file at <paramref name="subpath"/> vary by Accept-Encoding as an entry built now with
+    /// sidecars (<see cref="Build"/>, <c>precompressed</c>) would say: dynamic compression makes variants of it, or a
+    /// sidecar that is not a directory stands beside it. For a response sent from disk past a stale entry.
+    /// </summary>
+    public bool VariesByEncoding(string subpath, string? contentType, long length)
+        => Compresses(contentType, length) || Array.Exists(Sidecar.All, s => IsSidecar(_source.MapPath(subpath + s.Suffix), out _));
+
+    private static bool IsSidecar(string physicalPath, out FileStamp stamp)
+        => FileStamp.TryGet(physicalPath, out stamp) && !stamp.IsDirectory;
+
     public long BytesHeld => Interlocked.Read(ref _bytesHeld);
 
     /// <summary>Descriptors of large files held open across requests (at most <see cref="FastFilesOptions.MaxOpenFiles"/>).</summary>
@@ -132,7 +143,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
                 {
                     (_, string suffix, string token, _) = Sidecar.All[i];
                     string sidecarPath = subpath + suffix;
-                    if (!FileStamp.TryGet(_source.MapPath(sidecarPath), out FileStamp stamp) || stamp.IsDirectory)
+                    if (!IsSidecar(_source.MapPath(sidecarPath), out FileStamp stamp))
                     {
                         continue;
                     }

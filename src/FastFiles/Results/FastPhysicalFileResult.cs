@@ -226,13 +226,9 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
             // As a cached entry's, and as UseFastFiles answers from disk: a file that has or will have variants varies by
             // Accept-Encoding on this response too (RFC 9110 12.5.5), though it is sent as it is.
             FileResponseSettings settings = Settings();
-            if (EnableDynamicCompression && cache is not null && file.PhysicalPath is { } physical)
+            if (EnableDynamicCompression && cache is not null)
             {
-                settings = settings with
-                {
-                    VaryAcceptEncoding = cache.Compresses(settings.ContentType, file.Length)
-                        || Array.Exists(Sidecar.All, s => File.Exists(physical + s.Suffix)),
-                };
+                settings = settings with { VaryAcceptEncoding = cache.VariesByEncoding(Subpath(), settings.ContentType, file.Length) };
             }
 
             await responder.SendAsync(httpContext, file, settings);
