@@ -894,10 +894,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         (WebApplication app, Uri address) = await StartConfiguredAsync(files, [], k => k.UseFastFilesConnections(o => o.EnableZeroCopySendFile = true));
         await using (app)
         {
-            using var sendfile = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
-            RawResponse response = await RawHttp.SendAsync(address, "/page.txt");
-            Assert.Equal(content, response.Body);
-            Assert.Equal(content.Length, await Poll.UntilAsync(() => sendfile.Total, content.Length));
+            await SendPathAssert.ServedBySendfileAsync(app, address, "/page.txt", content);
             await app.StopAsync();
         }
     }

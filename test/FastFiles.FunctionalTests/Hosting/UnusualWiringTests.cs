@@ -33,10 +33,7 @@ public sealed class UnusualWiringTests
         Uri address = (await CodeEndpoints.StartAsync(app)).Single();
         await using (app)
         {
-            using var sendfile = new InstrumentRecorder(app.Services.GetRequiredService<IMeterFactory>(), "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
-            RawResponse response = await RawHttp.SendAsync(address, "/page.txt");
-            Assert.Equal(content, response.Body);
-            Assert.Equal(content.Length, await Poll.UntilAsync(() => sendfile.Total, content.Length));
+            await SendPathAssert.ServedBySendfileAsync(app, address, "/page.txt", content);
             await app.StopAsync();
         }
     }
