@@ -153,9 +153,11 @@ internal static class StaticLaneParser
         }
     }
 
-    // GET or HEAD (the lane hands any other method over at its first bytes), an origin-form target of the bytes the lane
-    // maps plus a query of the same bytes and '?' and escapes of printable ASCII (Kestrel decodes the path and may refuse
-    // other escapes at once; no other form: Kestrel answers those by method at once), HTTP/1.1 or HTTP/1.0, CRLF.
+    // GET or HEAD (the lane hands any other method over at its first bytes), an origin-form target that Kestrel takes
+    // (it refuses at once a target holding NUL or a byte outside ASCII, which it reads as ASCII, and a path whose escapes
+    // decode to NUL; any other byte it takes, escapes and UTF-8 it cannot decode included, and waits for the header
+    // section: checked against Kestrel 10 with each byte class dribbled), HTTP/1.1 or HTTP/1.0, CRLF. No other form:
+    // Kestrel answers those by method at once.
     private static bool IsPlainRequestLine(ReadOnlySpan<byte> line)
     {
         ReadOnlySpan<byte> rest = line.StartsWith("GET /"u8) ? line[4..] : line.StartsWith("HEAD /"u8) ? line[5..] : default;
@@ -166,27 +168,11 @@ internal static class StaticLaneParser
         }
 
         ReadOnlySpan<byte> target = rest[..space];
-        for (int i = 0; i < target.Length; i++)
+        int query = target.IndexOf((byte)'?');
+        ReadOnlySpan<byte> path = query < 0 ? target : target[..query];
+        if (target.IndexOfAnyInRange((byte)0x80, (byte)0xFF) >= 0 || target.IndexOf((byte)0) >= 0 || path.IndexOf("%00"u8) >= 0)
         {
-            byte b = target[i];
-            if (b == (byte)'%')
-            {
-                // An escape of a printable ASCII byte: Kestrel decodes it and waits, like any other path. Anything else
-                // (bytes it may refuse as UTF-8, NUL, a broken escape) is for Kestrel to judge at once.
-                if (i + 2 >= target.Length || !byte.TryParse(target.Slice(i + 1, 2), System.Globalization.NumberStyles.AllowHexSpecifier, null, out byte decoded)
-                    || decoded is < 0x20 or > 0x7E)
-                {
-                    return false;
-                }
-
-                i += 2;
-                continue;
-            }
-
-            if (b >= 128 || !(PathByte[b] || b == (byte)'?'))
-            {
-                return false;
-            }
+            return false;
         }
 
         ReadOnlySpan<byte> version = rest[(space + 1)..];

@@ -60,22 +60,49 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
         Assert.Equal(0, handOffs.Total);
     }
 
-    // A request line dribbled past the lane's one-second mark that turns out to hold a percent-encoded path (valid:
-    // Kestrel decodes it and waits for the header section) stays under the deadline its first bytes started, as the
-    // turns above do.
-    [Fact]
-    public async Task A_dribbled_request_line_with_an_escape_stays_under_its_first_deadline()
+    // A request line dribbled past the lane's one-second mark that turns out to hold a target the lane leaves to Kestrel
+    // but Kestrel takes (it waits for the header section): an escape, UTF-8 escapes, escapes it cannot decode, a control
+    // byte, a query with escapes. It stays under the deadline its first bytes started, as the turns above do.
+    [Theory]
+    [InlineData("e%2Etxt")]
+    [InlineData("n%C3%A9.txt")]
+    [InlineData("e%zz.txt")]
+    [InlineData("e%FF.txt")]
+    [InlineData("e%C3.txt")]
+    [InlineData("e\u0001.txt")]
+    [InlineData("e\u007F.txt")]
+    [InlineData("e.txt?q=%00%C3")]
+    public async Task A_dribbled_request_line_with_an_escape_stays_under_its_first_deadline(string tail)
     {
         _files.Create("one.txt", 100);
         await using LaneHost host = await LaneHost.StartAsync(_files.Root, k => k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(3));
         using var handOffs = new InstrumentRecorder(host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.lane.handoffs");
-        string[] steps = ["n", "e%2Etxt HTTP/1.1\r\nHost: localhost\r\n"];
+        string[] steps = ["n", tail + " HTTP/1.1\r\nHost: localhost\r\n"];
         Task<string> kestrel = ScriptAsync(host.Plain, steps, "X-C: 3\r\n", start: "GET /o");
         Task<string> lane = ScriptAsync(host.Lane, steps, "X-C: 3\r\n", start: "GET /o");
         string expected = await kestrel;
         Assert.StartsWith("HTTP/1.1 408 Request Timeout\r\n", expected, StringComparison.Ordinal);
         Assert.Equal(LaneHost.WithoutDates(Encoding.Latin1.GetBytes(expected)), LaneHost.WithoutDates(Encoding.Latin1.GetBytes(await lane)));
         Assert.Equal(0, handOffs.Total);
+    }
+
+    // A dribbled request line Kestrel refuses as soon as it has it (a byte outside ASCII, a path escape of NUL) goes to
+    // Kestrel at once, for its own 400.
+    [Theory]
+    [InlineData("n\u00C3\u00A9.txt")]
+    [InlineData("e%00.txt")]
+    [InlineData("e.txt?\u00E9")]
+    public async Task A_dribbled_request_line_Kestrel_refuses_goes_to_Kestrel_at_once(string tail)
+    {
+        _files.Create("one.txt", 100);
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, k => k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(15));
+        using var handOffs = new InstrumentRecorder(host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.lane.handoffs");
+        string[] steps = ["n", tail + " HTTP/1.1\r\nHost: localhost\r\n"];
+        string expected = await ScriptAsync(host.Plain, steps, filler: null, start: "GET /o");
+        string actual = await ScriptAsync(host.Lane, steps, filler: null, start: "GET /o");
+        Assert.StartsWith("HTTP/1.1 400 Bad Request\r\n", expected, StringComparison.Ordinal);
+        Assert.Equal(LaneHost.WithoutDates(Encoding.Latin1.GetBytes(expected)), LaneHost.WithoutDates(Encoding.Latin1.GetBytes(actual)));
+        Assert.Equal(1, handOffs.Total);
     }
 
     // Once such a request is complete it goes to Kestrel at once, which answers it; a line Kestrel rejects goes to
@@ -191,7 +218,8 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
 
                 try
                 {
-                    await stream.WriteAsync(Encoding.ASCII.GetBytes(next), bound.Token);
+                    // Latin-1: a step can carry any byte (\u0080-\u00FF) as itself.
+                    await stream.WriteAsync(Encoding.Latin1.GetBytes(next), bound.Token);
                 }
                 catch (IOException)
                 {
