@@ -161,8 +161,10 @@ internal sealed class StaticLaneConnectionMiddleware
                     served++;
                     if (file.Handle is not null)
                     {
-                        // A body from disk: what is written so far, then the file, straight to the socket.
-                        _metrics.LaneServed(served, unflushed + file.Count);
+                        // A body from disk: what is written so far, then the file, straight to the socket. Its request
+                        // and body count once the body is in the socket, so a client that leaves mid-body is not counted
+                        // as answered.
+                        _metrics.LaneServed(served - 1, unflushed);
                         served = 0;
                         unflushed = 0;
                         FileSendStatus? sent;
@@ -181,6 +183,8 @@ internal sealed class StaticLaneConnectionMiddleware
                             input.AdvanceTo(consumed);
                             return;
                         }
+
+                        _metrics.LaneServed(1, file.Count);
                     }
 
                     if (close || connection.CloseRequested)

@@ -72,8 +72,8 @@ internal sealed class FastFilesMetrics
             "Send path output blocks (16 KiB, or 64 KiB for a writer asking that much) rented and not yet returned, over all connections (zero when none is sending).");
         _connectionsRefused = meter.CreateCounter<long>(
             "fastfiles.connections.refused", "{connection}", "Connections closed on arrival because their socket fell within the descriptor reserve.");
-        _laneRequests = meter.CreateCounter<long>("fastfiles.lane.requests", "{request}", "Requests answered by the HTTP/1.1 static lane.");
-        _laneBytes = meter.CreateCounter<long>("fastfiles.lane.bytes", "By", "Response bytes (headers and bodies) written by the static lane.");
+        _laneRequests = meter.CreateCounter<long>("fastfiles.lane.requests", "{request}", "Requests answered by the HTTP/1.1 static lane (one with a body from disk once the body is in the socket).");
+        _laneBytes = meter.CreateCounter<long>("fastfiles.lane.bytes", "By", "Response bytes (headers and bodies) written by the static lane; a body from disk once it is all in the socket.");
         _compressed = meter.CreateCounter<long>(
             "fastfiles.compression.variants", "{variant}",
             "Content-coded variants made by dynamic compression, by coding and outcome (published, not_smaller, changed, stale, over_budget, queue_full, failed).");

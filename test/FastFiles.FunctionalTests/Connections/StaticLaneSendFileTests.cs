@@ -1,5 +1,6 @@
 using System.Diagnostics.Metrics;
 using System.Net;
+using System.Net.Sockets;
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Builder;
@@ -131,6 +132,44 @@ public sealed class StaticLaneSendFileTests : IAsyncLifetime
         Assert.Equal(_big, response[^_big.Length..]);
         Assert.Equal(1, uncached.Total);
         Assert.Equal(before + 1, Interlocked.Read(ref _appRequests));
+    }
+
+    // A client that resets mid-body: the lane counts the head it wrote, but neither the request as answered nor the body
+    // it did not send (256 MiB, sparse: far more than the socket buffers hold, so the send is still waiting at the reset).
+    [Fact]
+    public async Task A_body_the_client_cuts_short_is_not_counted_as_answered()
+    {
+        const long Size = 256L * 1024 * 1024;
+        using (FileStream sparse = File.Create(Path.Combine(_files.Root, "huge.bin")))
+        {
+            sparse.SetLength(Size);
+        }
+
+        using var served = new InstrumentRecorder(Meters, "fastfiles.lane.requests");
+        using var bytes = new InstrumentRecorder(Meters, "fastfiles.lane.bytes");
+        using var connections = new InstrumentRecorder(Meters, "kestrel.active_connections");
+        Socket socket = await RawHttp.ConnectAsync(_laneSendPath, receiveBufferSize: 64 * 1024);
+        using (socket)
+        {
+            await socket.SendAsync(Encoding.ASCII.GetBytes(LaneHost.Request("GET", "/huge.bin")));
+            var buffer = new byte[64 * 1024];
+            int received = 0;
+            while (received < buffer.Length)
+            {
+                int n = await socket.ReceiveAsync(buffer.AsMemory(received));
+                Assert.NotEqual(0, n);
+                received += n;
+            }
+
+            Assert.StartsWith("HTTP/1.1 200 OK\r\n", Encoding.Latin1.GetString(buffer), StringComparison.Ordinal);
+            Assert.Equal(1, connections.Total);
+            socket.LingerState = new LingerOption(true, 0);
+        }
+
+        // The reset ends the send and then the connection.
+        await Poll.EventuallyAsync(() => Task.FromResult(connections.Total), open => open == 0, TimeSpan.FromSeconds(30));
+        Assert.Equal(0, served.Total);
+        Assert.InRange(bytes.Total, 1, 1024);
     }
 
     // The file is rewritten in place (same length, new stamp) after its headers were prebuilt: the lane never sends a
