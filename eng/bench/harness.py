@@ -768,8 +768,12 @@ def write_machine(out: Path, configs: list[str], args: argparse.Namespace, ciphe
     except (OSError, StopIteration):
         pass
     runtimes = run(["dotnet", "--list-runtimes"], check=False).stdout.strip().splitlines()
-    commit = run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], check=False).stdout.strip()
-    dirty = run(["git", "-C", str(REPO), "status", "--porcelain", "--", "src", "benchmarks", "eng"], check=False).stdout.strip()
+    # A source tree without git (an unpacked archive, a machine without git) is recorded as such, not an error.
+    try:
+        commit = run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], check=False).stdout.strip() or "unknown (not a git checkout)"
+        dirty = run(["git", "-C", str(REPO), "status", "--porcelain", "--", "src", "benchmarks", "eng"], check=False).stdout.strip()
+    except OSError:
+        commit, dirty = "unknown (git not installed)", ""
     lines = [
         "# Machine", "",
         f"- Date (UTC): {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M')}",
