@@ -1,3 +1,6 @@
+using System.Buffers.Text;
+using System.Text.Unicode;
+
 namespace FastFiles.Connections;
 
 /// <summary>Why the static lane gave a connection to Kestrel (the <c>fastfiles.lane.reason</c> metric tag).</summary>
@@ -80,6 +83,10 @@ internal static class StaticLaneParser
     // '%' (Kestrel would decode it) and without the query/fragment delimiters.
     private static readonly bool[] PathByte = BuildTable("-._~!$&'()*+,;=:@/");
 
+    // Kestrel takes a bare LF as a line's end unless this switch is set (read once, as Kestrel reads it per server).
+    private static readonly bool LineFeedTerminators =
+        !(AppContext.TryGetSwitch("Microsoft.AspNetCore.Server.Kestrel.DisableHttp1LineFeedTerminators", out bool disabled) && disabled);
+
     /// <summary>
     /// Parses one request from the start of <paramref name="input"/>. Returns true with <paramref name="length"/> set
     /// to the request's size when the lane may answer it; false with <paramref name="reason"/> otherwise.
@@ -112,11 +119,11 @@ internal static class StaticLaneParser
     /// </summary>
     public static bool AwaitsRest(ReadOnlySpan<byte> input, in LaneLimits limits)
     {
-        // Kestrel reads a request line only once its LF is there.
+        // Kestrel reads a request line only once its LF is there, but stops at a NUL at once.
         int lineEnd = input.IndexOf(LF);
         if (lineEnd < 0)
         {
-            return input.Length < limits.MaxRequestLineSize;
+            return input.Length < limits.MaxRequestLineSize && input.IndexOf((byte)0) < 0;
         }
 
         if (lineEnd + 1 > limits.MaxRequestLineSize || !IsPlainRequestLine(input[..(lineEnd + 1)]))
@@ -134,12 +141,13 @@ internal static class StaticLaneParser
             int next = rest.IndexOf(LF);
             if (next < 0)
             {
-                // An unfinished line: Kestrel waits for its LF, within the header section's limit, unless it starts with a
-                // CR that is not the empty line's.
-                return input.Length - headersStart < limits.MaxRequestHeadersTotalSize && !(rest.Length > 1 && rest[0] == CR);
+                // An unfinished line: Kestrel waits for its LF, within the header section's limit, unless it holds a CR
+                // followed by something (then not LF): that it rejects at once.
+                int cr = rest.IndexOf(CR);
+                return input.Length - headersStart < limits.MaxRequestHeadersTotalSize && !(cr >= 0 && cr + 1 < rest.Length);
             }
 
-            // The empty line (the header section is complete), or a line that is not plainly "name: value CRLF".
+            // The empty line (the header section is complete), or a line Kestrel may refuse as soon as it has it.
             if (next == 0 || rest[0] == CR || ++count > limits.MaxRequestHeaderCount || !IsPlainFieldLine(rest[..(next + 1)], ref sawContentLength))
             {
                 return false;
@@ -156,8 +164,8 @@ internal static class StaticLaneParser
     // GET or HEAD (the lane hands any other method over at its first bytes), an origin-form target that Kestrel takes
     // (it refuses at once a target holding NUL or a byte outside ASCII, which it reads as ASCII, and a path whose escapes
     // decode to NUL; any other byte it takes, escapes and UTF-8 it cannot decode included, and waits for the header
-    // section: checked against Kestrel 10 with each byte class dribbled), HTTP/1.1 or HTTP/1.0, CRLF. No other form:
-    // Kestrel answers those by method at once.
+    // section: checked against Kestrel 10 with each byte class dribbled), HTTP/1.1 or HTTP/1.0. No other form: Kestrel
+    // answers those by method at once.
     private static bool IsPlainRequestLine(ReadOnlySpan<byte> line)
     {
         ReadOnlySpan<byte> rest = line.StartsWith("GET /"u8) ? line[4..] : line.StartsWith("HEAD /"u8) ? line[5..] : default;
@@ -175,46 +183,57 @@ internal static class StaticLaneParser
             return false;
         }
 
-        ReadOnlySpan<byte> version = rest[(space + 1)..];
-        return version.SequenceEqual("HTTP/1.1\r\n"u8) || version.SequenceEqual("HTTP/1.0\r\n"u8);
+        // Kestrel skips further spaces before the version, and takes a bare LF unless DisableHttp1LineFeedTerminators.
+        ReadOnlySpan<byte> version = rest[(space + 1)..].TrimStart((byte)' ');
+        ReadOnlySpan<byte> end = version.Length > 8 ? version[8..] : default;
+        return (version.StartsWith("HTTP/1.1"u8) || version.StartsWith("HTTP/1.0"u8))
+            && (end.SequenceEqual("\r\n"u8) || (LineFeedTerminators && end.SequenceEqual("\n"u8)));
     }
 
-    // token ":" field bytes CRLF. Content-Length only once and as plain digits: Kestrel parses that one as its line
-    // arrives, and rejects a bad or repeated value at once (a valid one it accepts and waits on, so must the lane, or
-    // the hand-off would start Kestrel's header timer afresh).
+    // A field line Kestrel takes as it arrives and then waits for the next (checked against Kestrel 10 with every byte
+    // value in a name and in a value, and the Content-Length forms below): it refuses at once a NUL, a CR before the end,
+    // an empty name, whitespace or a byte outside ASCII in the name, a value that is not valid UTF-8 (with the default
+    // RequestHeaderEncodingSelector; another selector only makes the lane hand off sooner), and a Content-Length that
+    // is repeated, negative, too large or not a number (it takes a sign, leading zeros and whitespace around it). Any
+    // other byte it takes here, control bytes and token-breaking names included, and judges later.
     private static bool IsPlainFieldLine(ReadOnlySpan<byte> line, ref bool sawContentLength)
     {
-        int colon = line.IndexOf((byte)':');
-        if (colon <= 0 || line.Length < colon + 3 || line[^2] != CR)
+        ReadOnlySpan<byte> content;
+        if (line.Length >= 2 && line[^2] == CR)
+        {
+            content = line[..^2];
+        }
+        else if (LineFeedTerminators)
+        {
+            content = line[..^1];
+        }
+        else
         {
             return false;
         }
 
-        if (Is(line[..colon], "content-length"u8))
+        int colon = content.IndexOf((byte)':');
+        if (colon <= 0 || content.IndexOfAny((byte)0, CR) >= 0)
         {
-            ReadOnlySpan<byte> digits = line[(colon + 1)..^2].Trim(" \t"u8);
-            if (sawContentLength || digits.IsEmpty || digits.Length > 18 || digits.IndexOfAnyExceptInRange((byte)'0', (byte)'9') >= 0)
+            return false;
+        }
+
+        ReadOnlySpan<byte> name = content[..colon];
+        ReadOnlySpan<byte> value = content[(colon + 1)..];
+        if (name.IndexOfAny((byte)' ', (byte)'\t') >= 0 || name.IndexOfAnyInRange((byte)0x80, (byte)0xFF) >= 0 || !Utf8.IsValid(value))
+        {
+            return false;
+        }
+
+        if (Is(name, "content-length"u8))
+        {
+            ReadOnlySpan<byte> number = value.Trim(" \t"u8);
+            if (sawContentLength || !Utf8Parser.TryParse(number, out long contentLength, out int parsed) || parsed != number.Length || contentLength < 0)
             {
                 return false;
             }
 
             sawContentLength = true;
-        }
-
-        foreach (byte b in line[..colon])
-        {
-            if (!IsTokenByte(b))
-            {
-                return false;
-            }
-        }
-
-        foreach (byte b in line[(colon + 1)..^2])
-        {
-            if (!IsFieldByte(b))
-            {
-                return false;
-            }
         }
 
         return true;

@@ -38,6 +38,13 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
         { "content length", "Content-Length: 0\r\n" },
         // More than the lane's few KiB for a quick request, still within Kestrel's header limit.
         { "long line", "X-Long: " + new string('a', 9000) },
+        // Lines Kestrel takes as they arrive and judges later, if at all: UTF-8 and a control byte in a value, a name
+        // with a byte outside the token set, a signed Content-Length, a bare LF.
+        { "utf-8 value", "X-Name: caf\u00c3\u00a9\r\n" },
+        { "control byte", "X-Ctl: a\u0001b\r\n" },
+        { "odd name", "X(Y): z\r\n" },
+        { "signed length", "Content-Length: +0\r\n" },
+        { "bare lf", "X-Lf: y\n" },
     };
 
     // A request dribbled past a second that then turns into one the lane does not answer, its header section unfinished:
@@ -114,6 +121,9 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
     [InlineData("Authorization: Basic eDp5\r\nContent-Length: abc\r\n", "HTTP/1.1 400 Bad Request\r\n")]
     [InlineData("Content-Length: 1\r\nContent-Length: 2\r\n", "HTTP/1.1 400 Bad Request\r\n")]
     [InlineData("Authorization: Basic eDp5\r\n\rX", "HTTP/1.1 400 Bad Request\r\n")]
+    [InlineData("X-Cr: a\rb", "HTTP/1.1 400 Bad Request\r\n")]
+    [InlineData("Content-Length: 1,1\r\n", "HTTP/1.1 400 Bad Request\r\n")]
+    [InlineData("X-Name: \u00c3\r\n", "HTTP/1.1 400 Bad Request\r\n")]
     public async Task A_dribbled_request_goes_to_Kestrel_once_complete_or_rejected(string turn, string status)
     {
         _files.Create("one.txt", 100);
