@@ -1,4 +1,5 @@
 using System.Net;
+using System.Net.Sockets;
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
 using FastFiles.Testing;
@@ -85,6 +86,113 @@ public sealed class MapStaticAssetsTests : IClassFixture<MapStaticAssetsTests.Ho
         }
     }
 
+    /// <summary>
+    /// Requests the memory answer must leave to the endpoint, and the endpoint must answer as plain MapStaticAssets does:
+    /// every other method, HEAD, single, multiple, overlapping and unsatisfiable ranges (also on a coded variant and on an
+    /// empty asset), If-Range with tags and dates, If-None-Match with weak, strong, listed and <c>*</c> tags, failing
+    /// If-Match and If-Unmodified-Since, and routes with a query. HTTP/1.1 is compared on the wire (every header line in
+    /// order, except Date and the test's probe) on both plaintext endpoints (with and without the zero-copy send path).
+    /// </summary>
+    [Theory]
+    [Transports]
+    public async Task Preconditions_ranges_and_methods_are_answered_as_plain_MapStaticAssets_answers_them(Transport transport)
+    {
+        StaticWebAssetsManifest.Asset css = _hosts.Assets.Single(a => a.Route == "/css/site.css");
+        var cases = new List<(string Method, string Target, string Headers)>();
+        foreach (string target in new[] { css.Route, css.FingerprintedRoute + "?v=1", "/empty.txt", "/js/app.js" })
+        {
+            using HttpResponseMessage first = await _hosts.Plain.SendAsync(Transport.Http11, target);
+            string etag = first.Headers.ETag!.ToString();
+            DateTimeOffset modified = first.Content.Headers.LastModified!.Value;
+            string lastModified = ResponseHeaders.HttpDate(modified);
+            string earlier = ResponseHeaders.HttpDate(modified.AddDays(-1));
+            string later = ResponseHeaders.HttpDate(modified.AddSeconds(30));
+            foreach (string headers in new[]
+            {
+                "Range: bytes=0-0\r\n", "Range: bytes=0-0,2-3\r\n", "Range: bytes=0-5,3-8\r\n", "Range: bytes=5000000-\r\n",
+                "Range: bytes=0-0,5000000-\r\n", "Range: bytes=-0\r\n", "Range: bytes=-5\r\n", "Range: bytes=0-\r\n", "Range: bytes=9-3\r\n", "Range: items=0-1\r\n",
+                $"Range: bytes=1-3\r\nIf-Range: {etag}\r\n", $"Range: bytes=1-3\r\nIf-Range: W/{etag}\r\n", "Range: bytes=1-3\r\nIf-Range: \"other\"\r\n",
+                $"Range: bytes=1-3\r\nIf-Range: {lastModified}\r\n", $"Range: bytes=1-3\r\nIf-Range: {earlier}\r\n", $"Range: bytes=1-3\r\nIf-Range: {later}\r\n",
+                $"If-None-Match: {etag}\r\n", $"If-None-Match: W/{etag}\r\n", $"If-None-Match: \"other\", {etag}\r\n", "If-None-Match: *\r\n", "If-None-Match: \"other\"\r\n",
+                $"If-None-Match: {etag}\r\nRange: bytes=0-3\r\n", $"If-Match: {etag}\r\n", $"If-Match: W/{etag}\r\n", "If-Match: *\r\n", "If-Match: \"other\"\r\n",
+                "If-Match: \"other\"\r\nRange: bytes=0-3\r\n", $"If-Unmodified-Since: {earlier}\r\n", $"If-Unmodified-Since: {lastModified}\r\n",
+                $"If-Modified-Since: {lastModified}\r\n", $"If-Modified-Since: {earlier}\r\n",
+                "Accept-Encoding: gzip\r\nRange: bytes=0-9\r\n", "Accept-Encoding: gzip\r\nRange: bytes=0-0,5-9\r\n", "Accept-Encoding: gzip\r\nRange: bytes=9999999-\r\n",
+                $"Accept-Encoding: gzip\r\nIf-None-Match: {etag}\r\n", "Accept-Encoding: gzip;q=0\r\n", "Accept-Encoding: br\r\n",
+            })
+            {
+                cases.Add(("GET", target, headers));
+            }
+
+            foreach (string method in new[] { "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH" })
+            {
+                cases.Add((method, target, string.Empty));
+            }
+
+            cases.Add(("HEAD", target, "Range: bytes=0-3\r\n"));
+            cases.Add(("HEAD", target, $"If-None-Match: {etag}\r\n"));
+            cases.Add(("HEAD", target, "Accept-Encoding: gzip\r\n"));
+        }
+
+        var differences = new List<string>();
+        foreach ((string method, string target, string headers) in cases)
+        {
+            if (transport == Transport.Http11)
+            {
+                foreach (Func<TestHost, Uri> endpoint in new Func<TestHost, Uri>[] { h => h.Http, h => h.HttpCopy })
+                {
+                    string plain = await WireAsync(endpoint(_hosts.Plain), method, target, headers);
+                    string fast = await WireAsync(endpoint(_hosts.Accelerated), method, target, headers);
+                    if (plain != fast)
+                    {
+                        differences.Add($"{method} {target} {headers.Replace("\r\n", "; ", StringComparison.Ordinal)} on {endpoint(_hosts.Plain).Port}:\n{plain}\n---\n{fast}");
+                    }
+                }
+            }
+            else
+            {
+                string plain = await DescribeAsync(_hosts.Plain, transport, method, target, headers);
+                string fast = await DescribeAsync(_hosts.Accelerated, transport, method, target, headers);
+                if (plain != fast)
+                {
+                    differences.Add($"{method} {target} {headers.Replace("\r\n", "; ", StringComparison.Ordinal)}:\n{plain}\n---\n{fast}");
+                }
+            }
+        }
+
+        Assert.True(differences.Count == 0, string.Join("\n\n", differences));
+    }
+
+    // The response as it came off the wire, Date and the test's body-feature probe left out, with its body's hash.
+    private static async Task<string> WireAsync(Uri endpoint, string method, string target, string headers)
+    {
+        using Socket socket = await RawHttp.ConnectAsync(endpoint);
+        await socket.SendAsync(Encoding.Latin1.GetBytes($"{method} {target} HTTP/1.1\r\nHost: x\r\n{headers}Connection: close\r\n\r\n"));
+        using var stream = new NetworkStream(socket, ownsSocket: false);
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+        var received = new MemoryStream();
+        await RawHttp.ReadToEndAsync(stream, received, timeout.Token);
+        string text = Encoding.Latin1.GetString(received.ToArray());
+        int end = text.IndexOf("\r\n\r\n", StringComparison.Ordinal);
+        string head = string.Join("\n", (end < 0 ? text : text[..end]).Split("\r\n").Where(line => !line.StartsWith("Date:", StringComparison.Ordinal) && !line.StartsWith(FeatureHeader + ":", StringComparison.Ordinal)));
+        byte[] body = end < 0 ? [] : received.ToArray()[(end + 4)..];
+        return head + "\nbody " + body.Length + " " + TestFiles.Sha256(body);
+    }
+
+    private static async Task<string> DescribeAsync(TestHost host, Transport transport, string method, string target, string headers)
+    {
+        using HttpResponseMessage response = await host.SendAsync(transport, target, request =>
+        {
+            foreach (string line in headers.Split("\r\n", StringSplitOptions.RemoveEmptyEntries))
+            {
+                int colon = line.IndexOf(':', StringComparison.Ordinal);
+                request.Headers.TryAddWithoutValidation(line[..colon], line[(colon + 1)..].Trim());
+            }
+        }, new HttpMethod(method));
+        byte[] body = await response.Content.ReadAsByteArrayAsync();
+        return (int)response.StatusCode + "\n" + HeadersOf(response) + "\nbody " + body.Length + " " + TestFiles.Sha256(body);
+    }
+
     [Fact]
     public async Task Fingerprinted_routes_keep_integrity_and_immutable_caching()
     {
@@ -147,6 +255,7 @@ public sealed class MapStaticAssetsTests : IClassFixture<MapStaticAssetsTests.Ho
             _files.Write("wwwroot/css/site.css", SiteCss);
             _files.Write("wwwroot/js/app.js", Encoding.UTF8.GetBytes(string.Concat(Enumerable.Range(0, 4000).Select(i => $"console.log({i});\n"))));
             _files.Create("wwwroot/img/logo.png", 70_000);
+            _files.Write("wwwroot/empty.txt", []);
             string manifest = Path.Combine(_files.Root, "app.staticwebassets.endpoints.json");
             Assets = StaticWebAssetsManifest.Write(webRoot, manifest);
 
