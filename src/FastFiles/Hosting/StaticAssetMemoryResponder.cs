@@ -32,7 +32,8 @@ internal sealed class StaticAssetMemoryResponder
     private readonly RequestDelegate _next;
     private readonly StaticAssetDescriptor _asset;
     private readonly string? _contentType;
-    private readonly string? _lastModified;
+    // MapStaticAssets sends a date even for a manifest without Last-Modified (its default, 0001-01-01).
+    private readonly string _lastModified = HeaderUtilities.FormatDate(default);
     private readonly string? _etag;
     private readonly long _length;
     private readonly List<KeyValuePair<string, string>> _headers = [];

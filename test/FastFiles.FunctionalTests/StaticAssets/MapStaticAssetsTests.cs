@@ -163,6 +163,31 @@ public sealed class MapStaticAssetsTests : IClassFixture<MapStaticAssetsTests.Ho
         Assert.True(differences.Count == 0, string.Join("\n\n", differences));
     }
 
+    /// <summary>
+    /// A manifest whose endpoints carry no Last-Modified (one not written by the SDK): MapStaticAssets still sends
+    /// its default date, on GET and HEAD alike, and the answer from memory must too.
+    /// </summary>
+    [Theory]
+    [Transports]
+    public async Task An_asset_without_Last_Modified_in_its_manifest_is_answered_as_plain_MapStaticAssets_answers_it(Transport transport)
+    {
+        using var files = new TestFiles();
+        string webRoot = Path.Combine(files.Root, "wwwroot");
+        files.Write("wwwroot/css/site.css", _hosts.SiteCss);
+        string manifest = Path.Combine(files.Root, "app.staticwebassets.endpoints.json");
+        StaticWebAssetsManifest.Write(webRoot, manifest, compress: false);
+        File.WriteAllText(manifest, System.Text.RegularExpressions.Regex.Replace(File.ReadAllText(manifest), ",?\\{\"Name\":\"Last-Modified\",\"Value\":\"[^\"]*\"\\}", string.Empty));
+        Assert.DoesNotContain("Last-Modified", File.ReadAllText(manifest), StringComparison.Ordinal);
+        await using TestHost plain = await TestHost.StartAsync(app => app.MapStaticAssets(manifest), webRoot: webRoot, contentRoot: files.Root);
+        await using TestHost fast = await TestHost.StartAsync(app => app.MapStaticAssets(manifest).WithFastFiles(), webRoot: webRoot, contentRoot: files.Root);
+        foreach (HttpMethod method in new[] { HttpMethod.Get, HttpMethod.Head })
+        {
+            string expected = await DescribeAsync(plain, transport, method.Method, "/css/site.css", string.Empty);
+            string actual = await DescribeAsync(fast, transport, method.Method, "/css/site.css", string.Empty);
+            Assert.Equal(expected, actual);
+        }
+    }
+
     // The response as it came off the wire, Date and the test's body-feature probe left out, with its body's hash.
     private static async Task<string> WireAsync(Uri endpoint, string method, string target, string headers)
     {
