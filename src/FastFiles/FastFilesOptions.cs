@@ -62,7 +62,8 @@ public sealed class FastFilesOptions
     /// <summary>
     /// How long a cached entry is trusted before it is checked against the file system again (one <c>statx</c>).
     /// Change notifications (inotify) normally invalidate entries within milliseconds; this is the upper bound when
-    /// they are lost or unavailable.
+    /// they are lost or unavailable. <c>MapStaticAssets().WithFastFiles()</c> looks at an asset it holds in memory as
+    /// often, and leaves it to MapStaticAssets once the file has changed.
     /// </summary>
     /// <remarks>Defaults to 1 second (nginx's <c>open_file_cache_valid</c> defaults to 60 seconds).</remarks>
     public TimeSpan FileCacheRevalidationInterval { get; set; } = TimeSpan.FromSeconds(1);

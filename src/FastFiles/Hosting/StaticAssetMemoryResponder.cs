@@ -1,6 +1,7 @@
 using System.Globalization;
 using System.Security.Cryptography;
 using FastFiles.Diagnostics;
+using FastFiles.Files;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;
@@ -21,9 +22,10 @@ namespace FastFiles.Hosting;
 /// ranges, conditionals, files over <c>MaxCachedFileSize</c>) goes to the endpoint itself. The manifest fixes an
 /// asset's length and ETag at build time (MapStaticAssets assumes build-time immutability and never revalidates), so
 /// its bytes are read once, on first use, and kept only when they are the bytes the manifest describes: the manifest's
-/// strong ETag is the base64 SHA-256 of the content, checked here. A file replaced in place after that keeps being
-/// answered with the verified bytes, which agree with the headers sent; one that no longer matches when first read
-/// is left to the endpoint (MapStaticAssets' own behaviour) and named in a warning. Not used while MapStaticAssets
+/// strong ETag is the base64 SHA-256 of the content, checked here. One that no longer matches when first read is left
+/// to the endpoint (MapStaticAssets' own behaviour) and named in a warning, and so is one replaced after that, once
+/// seen (a stat at most once per <c>FileCacheRevalidationInterval</c>): the endpoint answers ranges and conditionals
+/// from the file as it is now, so full bodies must too. Not used while MapStaticAssets
 /// reloads changed assets at run time (aspnetcore's <c>StaticAssetDevelopmentRuntimeHandler</c>: on for a build's
 /// manifest, or as <c>ReloadStaticAssetsAtRuntime</c> says), since it then answers with the file as it is now.
 /// </summary>
@@ -40,6 +42,13 @@ internal sealed class StaticAssetMemoryResponder
     private readonly bool _runtimeReload;
     private byte[]? _bytes;
     private int _state; // 0: not read yet, 1: in memory, -1: served by the endpoint
+
+    // The file the bytes were read from, its stamp then, and when it was last seen unchanged (Environment.TickCount64).
+    private string? _path;
+    private FileStamp _stamp;
+    private long _validatedAt;
+    private long _revalidateAfterMs;
+    private ILogger? _logger;
 
     private StaticAssetMemoryResponder(RequestDelegate next, StaticAssetDescriptor asset, bool runtimeReload)
     {
@@ -156,6 +165,14 @@ internal sealed class StaticAssetMemoryResponder
 
     private Task Invoke(HttpContext context)
     {
+        // Every request looks (at most once per FileCacheRevalidationInterval) at whether the file is still the one read:
+        // ranges, HEAD and conditionals go to the endpoint, which reads the file as it is now, so bytes from memory
+        // after a replacement would mix two versions under one strong ETag in a resumed download.
+        if (_state > 0 && !StillCurrent())
+        {
+            return _next(context);
+        }
+
         if (_state < 0 || !IsUnconditionalGet(context.Request) || (_bytes ?? Load(context.RequestServices)) is not { } bytes)
         {
             return _next(context);
@@ -202,6 +219,38 @@ internal sealed class StaticAssetMemoryResponder
         return string.Equals(_etag, expected, StringComparison.Ordinal);
     }
 
+    /// <summary>
+    /// False, and the bytes dropped for good, once the file is no longer the one they were read from (another inode,
+    /// length or modification or change time): from then on MapStaticAssets answers everything from the file, as it
+    /// does for a file changed before first use, so full bodies and ranges agree.
+    /// </summary>
+    private bool StillCurrent()
+    {
+        long now = Environment.TickCount64;
+        if (now - Volatile.Read(ref _validatedAt) < _revalidateAfterMs)
+        {
+            return true;
+        }
+
+        if (FileStamp.TryGet(_path!, out FileStamp current) && current == _stamp)
+        {
+            Volatile.Write(ref _validatedAt, now);
+            return true;
+        }
+
+        lock (this)
+        {
+            if (_state > 0)
+            {
+                _state = -1;
+                _bytes = null;
+                Log.StaticAssetChanged(_logger!, _asset.Route, _asset.AssetPath);
+            }
+        }
+
+        return false;
+    }
+
     private byte[]? Load(IServiceProvider services)
     {
         lock (this)
@@ -222,9 +271,11 @@ internal sealed class StaticAssetMemoryResponder
             }
 
             byte[]? bytes;
+            FileStamp before = default, after = default;
             try
             {
-                bytes = file.Length == _length ? File.ReadAllBytes(path) : null;
+                // The stamp before and after the read: bytes of a file written meanwhile are not kept.
+                bytes = file.Length == _length && FileStamp.TryGet(path, out before) ? File.ReadAllBytes(path) : null;
             }
             catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
             {
@@ -232,13 +283,17 @@ internal sealed class StaticAssetMemoryResponder
                 return null;
             }
 
-            if (bytes is null || bytes.LongLength != _length || !MatchesEntityTag(bytes))
+            _logger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Hosting") ?? NullLogger.Instance;
+            if (bytes is null || bytes.LongLength != _length || !MatchesEntityTag(bytes) || !FileStamp.TryGet(path, out after) || after != before)
             {
-                ILogger logger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Hosting") ?? NullLogger.Instance;
-                Log.StaticAssetChanged(logger, _asset.Route, _asset.AssetPath);
+                Log.StaticAssetChanged(_logger, _asset.Route, _asset.AssetPath);
                 return null;
             }
 
+            _path = path;
+            _stamp = before;
+            _revalidateAfterMs = Math.Max(0, (long)options.FileCacheRevalidationInterval.TotalMilliseconds);
+            _validatedAt = Environment.TickCount64;
             _bytes = bytes;
             _state = 1;
             return bytes;
