@@ -29,6 +29,7 @@ public static class FastFilesEndpointConventionBuilderExtensions
         where TBuilder : IEndpointConventionBuilder
     {
         ArgumentNullException.ThrowIfNull(builder);
+        var shared = new System.Collections.Concurrent.ConcurrentDictionary<(string, string), byte[]>();
         builder.Add(endpoint =>
         {
             if (endpoint.RequestDelegate is not { } inner || endpoint.Metadata.OfType<FastFilesEndpointMetadata>().Any())
@@ -41,7 +42,7 @@ public static class FastFilesEndpointConventionBuilderExtensions
             FastSendFileMiddleware? middleware = null;
             RequestDelegate send = context => (middleware ??= Create(inner, context.RequestServices)).Invoke(context);
             endpoint.RequestDelegate = endpoint.Metadata.OfType<StaticAssetDescriptor>().FirstOrDefault() is { } asset
-                ? StaticAssetMemoryResponder.Wrap(send, asset, StaticAssetMemoryResponder.IsRuntimeReload(inner))
+                ? StaticAssetMemoryResponder.Wrap(send, asset, StaticAssetMemoryResponder.IsRuntimeReload(inner), shared)
                 : send;
             endpoint.Metadata.Add(FastFilesEndpointMetadata.Instance);
         });

@@ -1,3 +1,4 @@
+using System.Collections.Concurrent;
 using System.Globalization;
 using System.Security.Cryptography;
 using FastFiles.Diagnostics;
@@ -40,6 +41,9 @@ internal sealed class StaticAssetMemoryResponder
     private readonly long _length;
     private readonly List<KeyValuePair<string, string>> _headers = [];
     private readonly bool _runtimeReload;
+    // Verified bytes by (asset path, ETag), shared by the endpoints of one WithFastFiles call: an asset has several routes
+    // (fingerprinted and plain, and a compressed file is also selected by Content-Encoding), one copy serves them all.
+    private readonly ConcurrentDictionary<(string AssetPath, string ETag), byte[]> _shared;
     private byte[]? _bytes;
     private int _state; // 0: not read yet, 1: in memory, -1: served by the endpoint
 
@@ -50,11 +54,12 @@ internal sealed class StaticAssetMemoryResponder
     private long _revalidateAfterMs;
     private ILogger? _logger;
 
-    private StaticAssetMemoryResponder(RequestDelegate next, StaticAssetDescriptor asset, bool runtimeReload)
+    private StaticAssetMemoryResponder(RequestDelegate next, StaticAssetDescriptor asset, bool runtimeReload, ConcurrentDictionary<(string, string), byte[]> shared)
     {
         _next = next;
         _asset = asset;
         _runtimeReload = runtimeReload;
+        _shared = shared;
         EntityTagHeaderValue? etag = null;
         foreach (StaticAssetResponseHeader header in asset.ResponseHeaders)
         {
@@ -90,8 +95,12 @@ internal sealed class StaticAssetMemoryResponder
     /// <param name="next">The endpoint's request delegate.</param>
     /// <param name="asset">The endpoint's asset.</param>
     /// <param name="runtimeReload">Whether <paramref name="next"/> is known to be MapStaticAssets' runtime reload wrapper.</param>
-    public static RequestDelegate Wrap(RequestDelegate next, StaticAssetDescriptor asset, bool runtimeReload)
-        => new StaticAssetMemoryResponder(next, asset, runtimeReload).Invoke;
+    /// <param name="shared">Verified bytes shared with the other endpoints of the same <c>WithFastFiles</c> call.</param>
+    public static RequestDelegate Wrap(RequestDelegate next, StaticAssetDescriptor asset, bool runtimeReload, ConcurrentDictionary<(string, string), byte[]> shared)
+        => new StaticAssetMemoryResponder(next, asset, runtimeReload, shared).Invoke;
+
+    /// <summary>The bytes this endpoint answers from, once read (for tests).</summary>
+    internal static byte[]? BytesOf(RequestDelegate endpoint) => (endpoint.Target as StaticAssetMemoryResponder)?._bytes;
 
     /// <summary>
     /// Whether an endpoint's delegate is, or wraps, the wrapper MapStaticAssets' runtime reload handler puts on every
@@ -290,6 +299,8 @@ internal sealed class StaticAssetMemoryResponder
                 return null;
             }
 
+            // Any bytes under this path and ETag have this SHA-256: the ones another route read first serve here too.
+            bytes = _shared.GetOrAdd((_asset.AssetPath, _etag), bytes);
             _path = path;
             _stamp = before;
             _revalidateAfterMs = Math.Max(0, (long)options.FileCacheRevalidationInterval.TotalMilliseconds);

@@ -6,6 +6,9 @@ using FastFiles.Testing;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Http.Features;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.AspNetCore.StaticAssets;
+using Microsoft.AspNetCore.Routing;
 
 namespace FastFiles.FunctionalTests.StaticAssets;
 
@@ -161,6 +164,27 @@ public sealed class MapStaticAssetsTests : IClassFixture<MapStaticAssetsTests.Ho
         }
 
         Assert.True(differences.Count == 0, string.Join("\n\n", differences));
+    }
+
+    // An asset's routes (here the plain and the fingerprinted one) answer from one copy of its bytes, not one each.
+    [Fact]
+    public async Task The_routes_of_one_asset_share_its_bytes_in_memory()
+    {
+        StaticWebAssetsManifest.Asset asset = _hosts.Assets.Single(a => a.Route == "/css/site.css");
+        foreach (string target in new[] { asset.Route, asset.FingerprintedRoute })
+        {
+            using HttpResponseMessage response = await _hosts.Accelerated.SendAsync(Transport.Http11, target);
+            Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+            Assert.Equal(_hosts.SiteCss, await response.Content.ReadAsByteArrayAsync());
+        }
+
+        byte[][] held = _hosts.Accelerated.Services.GetRequiredService<EndpointDataSource>().Endpoints
+            .Where(e => e.Metadata.GetMetadata<StaticAssetDescriptor>() is { AssetPath: "css/site.css" } d && d.Selectors.Count == 0)
+            .Select(e => FastFiles.Hosting.StaticAssetMemoryResponder.BytesOf(e.RequestDelegate!))
+            .OfType<byte[]>()
+            .ToArray();
+        Assert.Equal(2, held.Length);
+        Assert.Same(held[0], held[1]);
     }
 
     /// <summary>
