@@ -38,7 +38,7 @@ internal sealed class StaticAssetMemoryResponder
     // MapStaticAssets sends a date even for a manifest without Last-Modified (its default, 0001-01-01).
     private readonly string _lastModified = HeaderUtilities.FormatDate(default);
     private readonly string? _etag;
-    private readonly long _length;
+    private readonly long _length = -1;
     private readonly List<KeyValuePair<string, string>> _headers = [];
     private readonly bool _runtimeReload;
     // Verified bytes by (asset path, ETag), shared by the endpoints of one WithFastFiles call: an asset has several routes
@@ -273,7 +273,8 @@ internal sealed class StaticAssetMemoryResponder
             FastFilesOptions options = FastFilesConfiguration.FastFilesOptions(services);
             IWebHostEnvironment? environment = services.GetService<IWebHostEnvironment>();
             // Only a strong ETag in the build's SHA-256 form ("<44 base64 characters>") lets the bytes be checked.
-            if (!options.EnableFileCache || ReloadsAtRuntime(services, environment) || _length > options.LargestCachedBody || _etag is not { Length: 46 } || _etag[0] != '"'
+            // Without a Content-Length in the manifest there is nothing to check the file against (and none to send).
+            if (!options.EnableFileCache || ReloadsAtRuntime(services, environment) || _length < 0 || _length > options.LargestCachedBody || _etag is not { Length: 46 } || _etag[0] != '"'
                 || environment?.WebRootFileProvider.GetFileInfo(_asset.AssetPath) is not { Exists: true, PhysicalPath: { } path } file)
             {
                 return null;

@@ -344,6 +344,22 @@ public sealed class StartupWarningTests
         Assert.Single(started.Logs.WithId(StaticAssetChanged));
     }
 
+    // A manifest entry without Content-Length gives nothing to check the file against: the endpoint answers, and no
+    // warning claims the file changed.
+    [Fact]
+    public async Task Asset_without_Content_Length_in_its_manifest_is_left_to_MapStaticAssets_without_a_warning()
+    {
+        using var files = new TestFiles();
+        string manifest = WriteAssets(files);
+        File.WriteAllText(manifest, System.Text.RegularExpressions.Regex.Replace(File.ReadAllText(manifest), ",?\\{\"Name\":\"Content-Length\",\"Value\":\"[^\"]*\"\\}", string.Empty));
+        Assert.DoesNotContain("Content-Length", File.ReadAllText(manifest), StringComparison.Ordinal);
+        await using Started started = await StartAsync(["--urls", "http://127.0.0.1:0"], _ => { }, app => app.MapStaticAssets(manifest).WithFastFiles(), webRoot: files.PathOf("wwwroot"));
+
+        // MapStaticAssets' own answer (it sends the manifest's length, none here), not one from memory.
+        _ = await GetAssetAsync(started);
+        Assert.Empty(started.Logs.WithId(StaticAssetChanged));
+    }
+
     [Fact]
     public async Task Asset_changed_before_first_use_is_left_to_MapStaticAssets_and_named_in_a_warning()
     {
