@@ -7,8 +7,8 @@ using FastFiles.FunctionalTests.Infrastructure;
 namespace FastFiles.FunctionalTests.Connections;
 
 /// <summary>
-/// A minimal HTTP/2-over-TLS client that writes frames by hand, so tests can misbehave on purpose: stop reading the
-/// socket, never open flow-control windows, reset streams.
+/// A minimal HTTP/2 client (over TLS, or h2c with prior knowledge for an http address) that writes frames by hand, so
+/// tests can misbehave on purpose: stop reading the socket, never open flow-control windows, reset streams.
 /// </summary>
 internal sealed class RawHttp2Client : IAsyncDisposable
 {
@@ -20,15 +20,17 @@ internal sealed class RawHttp2Client : IAsyncDisposable
     public const byte WindowUpdate = 0x8;
 
     private readonly TcpClient _tcp;
-    private readonly SslStream _ssl;
+    private readonly Stream _ssl;
     private readonly string _authority;
+    private readonly bool _tls;
     private readonly SemaphoreSlim _writeLock = new(1, 1);
 
-    private RawHttp2Client(TcpClient tcp, SslStream ssl, string authority)
+    private RawHttp2Client(TcpClient tcp, Stream stream, string authority, bool tls)
     {
         _tcp = tcp;
-        _ssl = ssl;
+        _ssl = stream;
         _authority = authority;
+        _tls = tls;
     }
 
     /// <param name="initialWindowSize">SETTINGS_INITIAL_WINDOW_SIZE for the server's streams.</param>
@@ -42,21 +44,20 @@ internal sealed class RawHttp2Client : IAsyncDisposable
             tcp.ReceiveBufferSize = size;
         }
 
+        // Small frames (WINDOW_UPDATE) must not wait for Nagle behind the delayed ACK of the previous one.
+        tcp.NoDelay = true;
         await tcp.ConnectAsync(https.Host, https.Port);
-        var ssl = new SslStream(tcp.GetStream());
-        await ssl.AuthenticateAsClientAsync(new SslClientAuthenticationOptions
+        RawHttp2Client client;
+        if (https.Scheme == Uri.UriSchemeHttp)
         {
-            TargetHost = "localhost",
-            ApplicationProtocols = [SslApplicationProtocol.Http2],
-            RemoteCertificateValidationCallback = (_, cert, _, _) => cert is not null && cert.GetCertHashString() == TestCertificate.Instance.GetCertHashString(),
-        });
-        if (ssl.NegotiatedApplicationProtocol != SslApplicationProtocol.Http2)
+            client = new RawHttp2Client(tcp, tcp.GetStream(), $"{https.Host}:{https.Port}", tls: false);
+        }
+        else
         {
-            throw new InvalidOperationException("The server did not negotiate h2.");
+            client = await AuthenticateAsync(tcp, https);
         }
 
-        var client = new RawHttp2Client(tcp, ssl, $"{https.Host}:{https.Port}");
-        await ssl.WriteAsync("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"u8.ToArray());
+        await client._ssl.WriteAsync("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"u8.ToArray());
         byte[] settings = new byte[6];
         BinaryPrimitives.WriteUInt16BigEndian(settings, 0x4);
         BinaryPrimitives.WriteUInt32BigEndian(settings.AsSpan(2), initialWindowSize);
@@ -69,13 +70,157 @@ internal sealed class RawHttp2Client : IAsyncDisposable
         return client;
     }
 
-    /// <summary>Sends a GET with END_STREAM; header block uses static-table names and literal values only.</summary>
-    public Task SendGetAsync(int streamId, string path)
+    private static async Task<RawHttp2Client> AuthenticateAsync(TcpClient tcp, Uri https)
     {
-        var block = new List<byte> { 0x82, 0x87 }; // :method GET, :scheme https
+        var ssl = new SslStream(tcp.GetStream());
+        await ssl.AuthenticateAsClientAsync(new SslClientAuthenticationOptions
+        {
+            TargetHost = "localhost",
+            ApplicationProtocols = [SslApplicationProtocol.Http2],
+            RemoteCertificateValidationCallback = (_, cert, _, _) => cert is not null && cert.GetCertHashString() == TestCertificate.Instance.GetCertHashString(),
+        });
+        if (ssl.NegotiatedApplicationProtocol != SslApplicationProtocol.Http2)
+        {
+            throw new InvalidOperationException("The server did not negotiate h2.");
+        }
+
+        return new RawHttp2Client(tcp, ssl, $"{https.Host}:{https.Port}", tls: true);
+    }
+
+    /// <summary>Sends a GET with END_STREAM; header block uses static-table names and literal values only.</summary>
+    public Task SendGetAsync(int streamId, string path) => SendRequestAsync(streamId, "GET", path);
+
+    /// <summary>
+    /// Sends a GET or HEAD with END_STREAM and extra headers given as (static-table name index, value), e.g. 50 range,
+    /// 41 if-none-match.
+    /// </summary>
+    public Task SendRequestAsync(int streamId, string method, string path, params (int NameIndex, string Value)[] headers)
+    {
+        var block = new List<byte>();
+        if (method == "GET")
+        {
+            block.Add(0x82);                         // :method GET
+        }
+        else
+        {
+            AddLiteral(block, 2, method);            // :method, no static entry for HEAD
+        }
+
+        block.Add(_tls ? (byte)0x87 : (byte)0x86);   // :scheme https / http
         AddLiteral(block, 4, path);                  // :path
         AddLiteral(block, 1, _authority);            // :authority
+        foreach ((int nameIndex, string value) in headers)
+        {
+            AddLiteral(block, nameIndex, value);
+        }
+
         return WriteFrameAsync(Headers, 0x1 | 0x4, streamId, block.ToArray());
+    }
+
+    /// <summary>Sends GOAWAY naming <paramref name="lastStreamId"/> with NO_ERROR.</summary>
+    public Task SendGoAwayAsync(int lastStreamId)
+    {
+        byte[] payload = new byte[8];
+        BinaryPrimitives.WriteUInt32BigEndian(payload, (uint)lastStreamId);
+        return WriteFrameAsync(GoAway, 0, 0, payload);
+    }
+
+    /// <summary>
+    /// The :status of a response HEADERS block (no CONTINUATION), decoded with this connection's HPACK dynamic table, which
+    /// every block must pass through in order. Kestrel never Huffman-codes what it sends.
+    /// </summary>
+    public int DecodeStatus(byte[] block)
+    {
+        int status = 0;
+        int i = 0;
+        while (i < block.Length)
+        {
+            byte first = block[i];
+            if ((first & 0x80) != 0)
+            {
+                status = StatusOr(Entry(ReadInteger(block, ref i, 7)), status);
+            }
+            else if ((first & 0xE0) == 0x20)
+            {
+                _dynamicLimit = ReadInteger(block, ref i, 5);
+                Evict();
+            }
+            else
+            {
+                bool indexing = (first & 0xC0) == 0x40;
+                int index = ReadInteger(block, ref i, indexing ? 6 : 4);
+                string name = index == 0 ? ReadString(block, ref i) : Entry(index).Name;
+                var field = (name, ReadString(block, ref i));
+                if (indexing)
+                {
+                    _dynamic.Insert(0, field);
+                    Evict();
+                }
+
+                status = StatusOr(field, status);
+            }
+        }
+
+        return status;
+    }
+
+    private readonly List<(string Name, string Value)> _dynamic = [];
+    private int _dynamicLimit = 4096;
+
+    private static int StatusOr((string Name, string Value) field, int status)
+        => field.Name == ":status" ? int.Parse(field.Value, System.Globalization.CultureInfo.InvariantCulture) : status;
+
+    private (string Name, string Value) Entry(int index)
+    {
+        string[] statuses = ["200", "204", "206", "304", "400", "404", "500"];
+        return index switch
+        {
+            >= 8 and <= 14 => (":status", statuses[index - 8]),
+            < 62 => ("static " + index, string.Empty),
+            _ => _dynamic[index - 62],
+        };
+    }
+
+    private void Evict()
+    {
+        while (_dynamic.Sum(e => e.Name.Length + e.Value.Length + 32) > _dynamicLimit)
+        {
+            _dynamic.RemoveAt(_dynamic.Count - 1);
+        }
+    }
+
+    private static int ReadInteger(byte[] block, ref int i, int prefixBits)
+    {
+        int max = (1 << prefixBits) - 1;
+        int value = block[i++] & max;
+        if (value < max)
+        {
+            return value;
+        }
+
+        int shift = 0;
+        byte next;
+        do
+        {
+            next = block[i++];
+            value += (next & 0x7F) << shift;
+            shift += 7;
+        }
+        while ((next & 0x80) != 0);
+        return value;
+    }
+
+    private static string ReadString(byte[] block, ref int i)
+    {
+        if ((block[i] & 0x80) != 0)
+        {
+            throw new NotSupportedException("A Huffman-coded string.");
+        }
+
+        int length = ReadInteger(block, ref i, 7);
+        string value = Encoding.ASCII.GetString(block, i, length);
+        i += length;
+        return value;
     }
 
     public Task SendRstStreamAsync(int streamId, uint errorCode = 0x8)
@@ -155,9 +300,19 @@ internal sealed class RawHttp2Client : IAsyncDisposable
 
     private static void AddLiteral(List<byte> block, int nameIndex, string value)
     {
-        // Literal header field without indexing, indexed name (RFC 7541 6.2.2), no Huffman; values stay under 127 bytes.
+        // Literal header field without indexing, indexed name (RFC 7541 6.2.2: a 4-bit prefix integer), no Huffman;
+        // values stay under 127 bytes.
         byte[] bytes = Encoding.ASCII.GetBytes(value);
-        block.Add((byte)nameIndex);
+        if (nameIndex < 15)
+        {
+            block.Add((byte)nameIndex);
+        }
+        else
+        {
+            block.Add(15);
+            block.Add((byte)(nameIndex - 15));
+        }
+
         block.Add((byte)bytes.Length);
         block.AddRange(bytes);
     }
