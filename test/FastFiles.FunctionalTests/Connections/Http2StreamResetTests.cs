@@ -221,6 +221,38 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
 
     [Theory]
     [MemberData(nameof(EndpointsAndPaths))]
+    public async Task Streams_reset_while_the_connection_window_is_shut_leak_nothing(int endpoint, string prefix)
+    {
+        await WithoutUnobservedExceptionsAsync(async () =>
+        {
+            for (int i = 0; i < 4; i++)
+            {
+                // Stream windows open, the connection's spent after its first 65,535 bytes: every body waits on it.
+                await using Session session = await Session.OpenAsync(_addresses[endpoint], 1 << 20, connectionWindowShut: true);
+                Session.Response[] stalled = Enumerable.Range(0, 4).Select(n => session.Get(1 + (2 * n), prefix + (n % 2 == 0 ? "/big.bin" : "/medium.bin"))).ToArray();
+                await Poll.UntilAsync(() => stalled.Sum(r => r.Received), 65535);
+                if (i % 2 == 0)
+                {
+                    await Task.Delay(100);
+                }
+
+                foreach (Session.Response response in stalled)
+                {
+                    await session.ResetAsync(response.StreamId);
+                }
+
+                session.ConnectionWindowShut = false;
+                await session.Client.SendWindowUpdateAsync(0, 1 << 30);
+                await AssertWholeAsync(session, 9, prefix, "/big.bin");
+                await AssertWholeAsync(session, 11, prefix, "/medium.bin");
+            }
+
+            await AssertCleanAsync();
+        });
+    }
+
+    [Theory]
+    [MemberData(nameof(EndpointsAndPaths))]
     public async Task Resets_on_not_modified_unsatisfiable_and_head_leave_the_connection_whole(int endpoint, string prefix)
     {
         await WithoutUnobservedExceptionsAsync(async () =>
@@ -395,17 +427,21 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
 
         private readonly uint _initialWindowSize;
 
-        private Session(RawHttp2Client client, uint initialWindowSize)
+        private Session(RawHttp2Client client, uint initialWindowSize, bool connectionWindowShut)
         {
             Client = client;
             _initialWindowSize = initialWindowSize;
+            ConnectionWindowShut = connectionWindowShut;
             _reading = Task.Run(ReadLoopAsync);
         }
 
         public RawHttp2Client Client { get; }
 
-        public static async Task<Session> OpenAsync(Uri address, uint initialWindowSize)
-            => new(await RawHttp2Client.ConnectAsync(address, initialWindowSize, connectionWindowIncrement: 1 << 30, receiveBufferSize: 64 * 1024), initialWindowSize);
+        /// <summary>Whether the connection's window stays at what the server used (the default 65,535) until a test opens it.</summary>
+        public volatile bool ConnectionWindowShut;
+
+        public static async Task<Session> OpenAsync(Uri address, uint initialWindowSize, bool connectionWindowShut = false)
+            => new(await RawHttp2Client.ConnectAsync(address, initialWindowSize, connectionWindowIncrement: connectionWindowShut ? 0 : 1u << 30, receiveBufferSize: 64 * 1024), initialWindowSize, connectionWindowShut);
 
         public Response Get(int streamId, string path, bool openWindow = true) => Send(streamId, "GET", path, openWindow, []);
 
@@ -456,7 +492,7 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
                             response?.OnHeaders(frame, status);
                             break;
                         case RawHttp2Client.Data:
-                            if (frame.Payload.Length > 0)
+                            if (frame.Payload.Length > 0 && !ConnectionWindowShut)
                             {
                                 await Client.SendWindowUpdateAsync(0, (uint)frame.Payload.Length);
                             }
