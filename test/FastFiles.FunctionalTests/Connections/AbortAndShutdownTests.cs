@@ -170,7 +170,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
     [InlineData(3, "/fastresult")]
     public async Task Resets_at_every_phase_leak_nothing(int endpoint, string prefix = "")
     {
-        await WithoutUnobservedExceptionsAsync(async () =>
+        await LeakChecks.WithoutUnobservedExceptionsAsync(async () =>
         {
             Uri uri = _addresses[endpoint];
             var chunk = new byte[64 * 1024];
@@ -296,26 +296,6 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
         _addresses = await CodeEndpoints.StartAsync(_app);
     }
 
-    // Runs body, then collects: a task that faulted unobserved in it (an abort path's exception nobody awaited) fails the test.
-    private static async Task WithoutUnobservedExceptionsAsync(Func<Task> body)
-    {
-        int unobserved = 0;
-        EventHandler<UnobservedTaskExceptionEventArgs> onUnobserved = (_, e) => Interlocked.Increment(ref unobserved);
-        TaskScheduler.UnobservedTaskException += onUnobserved;
-        try
-        {
-            await body();
-            GC.Collect();
-            GC.WaitForPendingFinalizers();
-            GC.Collect();
-            Assert.Equal(0, unobserved);
-        }
-        finally
-        {
-            TaskScheduler.UnobservedTaskException -= onUnobserved;
-        }
-    }
-
     // After a stop: no file of the root open, every send-path block back, nothing logged at Error.
     private async Task AssertStoppedCleanAsync()
     {
@@ -327,7 +307,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
 
     private async Task AssertCleanAsync()
     {
-        AssertTlsPoolHasNoDuplicates();
+        LeakChecks.AssertTlsPoolHasNoDuplicates();
 
         // Each file at most once per file cache (the lane's root and UseFastFiles each keep one descriptor), none deleted.
         DateTime deadline = DateTime.UtcNow + TimeSpan.FromSeconds(10);
@@ -357,7 +337,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
     [InlineData(5)]
     public async Task Http2_resets_and_goaway_mid_body_through_the_stage_leak_nothing(int endpoint)
     {
-        await WithoutUnobservedExceptionsAsync(async () =>
+        await LeakChecks.WithoutUnobservedExceptionsAsync(async () =>
         {
             for (int i = 0; i < 60; i++)
             {
@@ -431,20 +411,11 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
         Assert.Equal(0, await OpenFileDescriptors.WaitForNoneUnderAsync(_files.Root, TimeSpan.FromSeconds(30)));
         string[] errors = _logs.AtLeast(LogLevel.Error).ToArray();
         Assert.True(errors.Length == 0, string.Join("\n", errors));
-        AssertTlsPoolHasNoDuplicates();
+        LeakChecks.AssertTlsPoolHasNoDuplicates();
     }
 
     private static bool CachedOnly(IReadOnlyList<string> targets)
         => targets.GroupBy(t => t, StringComparer.Ordinal).All(g => g.Count() <= 2) && !targets.Any(t => t.EndsWith(" (deleted)", StringComparison.Ordinal));
-
-    // A block returned twice would be handed to two connections at once.
-    private static void AssertTlsPoolHasNoDuplicates()
-    {
-        var blocks = (System.Collections.Concurrent.ConcurrentQueue<byte[]>)typeof(FastFiles.Connections.TlsRecordWriter.BlockPool)
-            .GetField("Blocks", System.Reflection.BindingFlags.NonPublic | System.Reflection.BindingFlags.Static)!.GetValue(null)!;
-        byte[][] all = blocks.ToArray();
-        Assert.Equal(all.Length, all.Distinct(ReferenceEqualityComparer.Instance).Count());
-    }
 
     [Theory]
     [InlineData(0, true)]
@@ -492,7 +463,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
     [Fact]
     public async Task H2c_on_the_send_path_cancels_and_closes_mid_body_leak_nothing()
     {
-        await WithoutUnobservedExceptionsAsync(async () =>
+        await LeakChecks.WithoutUnobservedExceptionsAsync(async () =>
         {
             for (int i = 0; i < 60; i++)
             {

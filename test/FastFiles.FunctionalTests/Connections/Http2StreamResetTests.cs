@@ -121,7 +121,7 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
     [MemberData(nameof(EndpointsAndPaths))]
     public async Task A_stream_reset_mid_body_leaves_later_streams_on_the_connection_whole(int endpoint, string prefix)
     {
-        await WithoutUnobservedExceptionsAsync(async () =>
+        await LeakChecks.WithoutUnobservedExceptionsAsync(async () =>
         {
             for (int i = 0; i < 8; i++)
             {
@@ -148,7 +148,7 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
     [MemberData(nameof(EndpointsAndPaths))]
     public async Task Many_streams_reset_at_once_while_others_finish(int endpoint, string prefix)
     {
-        await WithoutUnobservedExceptionsAsync(async () =>
+        await LeakChecks.WithoutUnobservedExceptionsAsync(async () =>
         {
             for (int round = 0; round < 3; round++)
             {
@@ -187,7 +187,7 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
     [MemberData(nameof(EndpointsAndPaths))]
     public async Task Streams_reset_with_no_window_after_headers_leak_nothing(int endpoint, string prefix)
     {
-        await WithoutUnobservedExceptionsAsync(async () =>
+        await LeakChecks.WithoutUnobservedExceptionsAsync(async () =>
         {
             for (int i = 0; i < 6; i++)
             {
@@ -223,7 +223,7 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
     [MemberData(nameof(EndpointsAndPaths))]
     public async Task Streams_reset_while_the_connection_window_is_shut_leak_nothing(int endpoint, string prefix)
     {
-        await WithoutUnobservedExceptionsAsync(async () =>
+        await LeakChecks.WithoutUnobservedExceptionsAsync(async () =>
         {
             for (int i = 0; i < 4; i++)
             {
@@ -255,7 +255,7 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
     [MemberData(nameof(EndpointsAndPaths))]
     public async Task Resets_on_not_modified_unsatisfiable_and_head_leave_the_connection_whole(int endpoint, string prefix)
     {
-        await WithoutUnobservedExceptionsAsync(async () =>
+        await LeakChecks.WithoutUnobservedExceptionsAsync(async () =>
         {
             await using Session session = await Session.OpenAsync(_addresses[endpoint], 65535);
             int id = 1;
@@ -298,7 +298,7 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
     [InlineData(4, "/stock")]
     public async Task A_client_goaway_mid_body_ends_open_streams_whole_or_short(int endpoint, string prefix)
     {
-        await WithoutUnobservedExceptionsAsync(async () =>
+        await LeakChecks.WithoutUnobservedExceptionsAsync(async () =>
         {
             for (int i = 0; i < 4; i++)
             {
@@ -331,7 +331,7 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
     public async Task A_100_MiB_body_reset_repeatedly_on_one_connection_leaks_nothing(int endpoint, string prefix)
     {
         _contents["/huge.bin"] = _files.Create("huge.bin", 100 * 1024 * 1024);
-        await WithoutUnobservedExceptionsAsync(async () =>
+        await LeakChecks.WithoutUnobservedExceptionsAsync(async () =>
         {
             await using Session session = await Session.OpenAsync(_addresses[endpoint], 1 << 20);
             int id = 1;
@@ -377,10 +377,7 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
 
         Assert.True(WithinBaseline(now, allowCached), "open: " + string.Join(", ", now.Select(p => $"{p.Key} x{p.Value}")) + "; baseline: " + string.Join(", ", _baseline.Select(p => $"{p.Key} x{p.Value}")));
         Assert.Equal(0, await Poll.UntilAsync(() => BlockPool.Outstanding, 0));
-        var blocks = (ConcurrentQueue<byte[]>)typeof(FastFiles.Connections.TlsRecordWriter.BlockPool)
-            .GetField("Blocks", System.Reflection.BindingFlags.NonPublic | System.Reflection.BindingFlags.Static)!.GetValue(null)!;
-        byte[][] all = blocks.ToArray();
-        Assert.Equal(all.Length, all.Distinct(ReferenceEqualityComparer.Instance).Count());
+        LeakChecks.AssertTlsPoolHasNoDuplicates();
         string[] errors = _logs.AtLeast(LogLevel.Error).ToArray();
         Assert.True(errors.Length == 0, string.Join("\n", errors));
         for (int e = 0; e < _addresses.Length; e++)
@@ -396,25 +393,6 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
 
     private static Dictionary<string, int> Count(IReadOnlyList<string> targets)
         => targets.GroupBy(t => t, StringComparer.Ordinal).ToDictionary(g => g.Key, g => g.Count(), StringComparer.Ordinal);
-
-    private static async Task WithoutUnobservedExceptionsAsync(Func<Task> body)
-    {
-        int unobserved = 0;
-        EventHandler<UnobservedTaskExceptionEventArgs> onUnobserved = (_, e) => Interlocked.Increment(ref unobserved);
-        TaskScheduler.UnobservedTaskException += onUnobserved;
-        try
-        {
-            await body();
-            GC.Collect();
-            GC.WaitForPendingFinalizers();
-            GC.Collect();
-            Assert.Equal(0, unobserved);
-        }
-        finally
-        {
-            TaskScheduler.UnobservedTaskException -= onUnobserved;
-        }
-    }
 
     /// <summary>
     /// One HTTP/2 connection read by a loop of its own: responses collected per stream, SETTINGS acknowledged, the
