@@ -265,10 +265,7 @@ internal sealed class TlsRecordWriter : PipeWriter
 
             if (drop)
             {
-                Commit();
-                DropFilled();
-                _flushCancellation?.Dispose();
-                _flushCancellation = null;
+                ReleaseAll();
             }
         }
     }
@@ -370,13 +367,19 @@ internal sealed class TlsRecordWriter : PipeWriter
 
         if (!flushing)
         {
-            Commit();
-            DropFilled();
-            _flushCancellation?.Dispose();
-            _flushCancellation = null;
+            ReleaseAll();
         }
 
         _replaced.Complete(exception);
+    }
+
+    // Once completed: every block back to the pool (after the flush under way, if any) and the flush token disposed.
+    private void ReleaseAll()
+    {
+        Commit();
+        DropFilled();
+        _flushCancellation?.Dispose();
+        _flushCancellation = null;
     }
 
     private void DropFilled()
