@@ -131,9 +131,12 @@ internal static class FileRequestEvaluator
             return false;
         }
 
-        ReadOnlySpan<char> value = ifRange.ToString().AsSpan().TrimStart(" \t");
-        return !value.StartsWith("W/", StringComparison.Ordinal) && !value.StartsWith("\"", StringComparison.Ordinal);
+        return !IsEntityTag(ifRange.ToString().AsSpan().TrimStart(" \t"));
     }
+
+    // RFC 9110 13.1.5: If-Range holds an entity tag (possibly weak) or an HTTP-date; a tag starts with W/ or a quote.
+    private static bool IsEntityTag(ReadOnlySpan<char> value)
+        => value.StartsWith("W/", StringComparison.Ordinal) || value.StartsWith("\"", StringComparison.Ordinal);
 
     /// <summary><see cref="IfRangeAllows"/> without the memo (what the memo calls on a miss).</summary>
     public static bool IfRangeAllowsUncached(StringValues ifRange, FileVersion file)
@@ -144,7 +147,7 @@ internal static class FileRequestEvaluator
         }
 
         ReadOnlySpan<char> value = ifRange.ToString().AsSpan().Trim(" \t");
-        if (value.StartsWith("W/", StringComparison.Ordinal) || value.StartsWith("\"", StringComparison.Ordinal))
+        if (IsEntityTag(value))
         {
             ReadOnlySpan<char> rest = value;
             // A weak tag never matches here: If-Range uses strong comparison.
