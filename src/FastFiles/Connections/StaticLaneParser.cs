@@ -1,3 +1,4 @@
+using System.Buffers;
 using System.Buffers.Text;
 using System.Text.Unicode;
 
@@ -83,6 +84,10 @@ internal static class StaticLaneParser
     // '%' (Kestrel would decode it) and without the query/fragment delimiters.
     private static readonly bool[] PathByte = BuildTable("-._~!$&'()*+,;=:@/");
 
+    // The bytes Kestrel takes in a CONNECT authority-form target (host, port, IP literal brackets, userinfo).
+    private static readonly SearchValues<byte> AuthorityBytes =
+        SearchValues.Create(":.-[]@0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"u8);
+
     // Kestrel takes a bare LF as a line's end unless this switch is set (read once, as Kestrel reads it per server).
     private static readonly bool LineFeedTerminators =
         !(AppContext.TryGetSwitch("Microsoft.AspNetCore.Server.Kestrel.DisableHttp1LineFeedTerminators", out bool disabled) && disabled);
@@ -161,14 +166,22 @@ internal static class StaticLaneParser
         }
     }
 
-    // GET or HEAD (the lane hands any other method over at its first bytes), an origin-form target that Kestrel takes
-    // (it refuses at once a target holding NUL or a byte outside ASCII, which it reads as ASCII, and a path whose escapes
-    // decode to NUL; any other byte it takes, escapes and UTF-8 it cannot decode included, and waits for the header
-    // section: checked against Kestrel 10 with each byte class dribbled), HTTP/1.1 or HTTP/1.0. No other form: Kestrel
-    // answers those by method at once.
+    // A request line Kestrel takes and then waits for the header section (checked against Kestrel 10, each form and
+    // byte class dribbled): any token method, one space, a target, one or more spaces, HTTP/1.1 or HTTP/1.0. It refuses
+    // at once a target holding NUL or a byte outside ASCII (it reads the target as ASCII), and, by form (RFC 9112 3.2):
+    // an origin-form path whose escapes decode to NUL (any other escape or byte it takes, undecodable ones included); an
+    // absolute-form target ("http://" or "https://", as written) that System.Uri does not take; an asterisk-form other
+    // than OPTIONS *; an authority-form outside CONNECT or with a byte outside letters, digits and ":.-[]@".
     private static bool IsPlainRequestLine(ReadOnlySpan<byte> line)
     {
-        ReadOnlySpan<byte> rest = line.StartsWith("GET /"u8) ? line[4..] : line.StartsWith("HEAD /"u8) ? line[5..] : default;
+        int methodEnd = line.IndexOf((byte)' ');
+        if (methodEnd <= 0 || !IsToken(line[..methodEnd]))
+        {
+            return false;
+        }
+
+        ReadOnlySpan<byte> method = line[..methodEnd];
+        ReadOnlySpan<byte> rest = line[(methodEnd + 1)..];
         int space = rest.IndexOf((byte)' ');
         if (space <= 0)
         {
@@ -176,9 +189,7 @@ internal static class StaticLaneParser
         }
 
         ReadOnlySpan<byte> target = rest[..space];
-        int query = target.IndexOf((byte)'?');
-        ReadOnlySpan<byte> path = query < 0 ? target : target[..query];
-        if (target.IndexOfAnyInRange((byte)0x80, (byte)0xFF) >= 0 || target.IndexOf((byte)0) >= 0 || path.IndexOf("%00"u8) >= 0)
+        if (target.IndexOfAnyInRange((byte)0x80, (byte)0xFF) >= 0 || target.IndexOf((byte)0) >= 0 || !IsTakenTarget(method, target))
         {
             return false;
         }
@@ -188,6 +199,30 @@ internal static class StaticLaneParser
         ReadOnlySpan<byte> end = version.Length > 8 ? version[8..] : default;
         return (version.StartsWith("HTTP/1.1"u8) || version.StartsWith("HTTP/1.0"u8))
             && (end.SequenceEqual("\r\n"u8) || (LineFeedTerminators && end.SequenceEqual("\n"u8)));
+    }
+
+    // A non-empty ASCII target (no NUL) in a form Kestrel accepts for this method; see IsPlainRequestLine.
+    private static bool IsTakenTarget(ReadOnlySpan<byte> method, ReadOnlySpan<byte> target)
+    {
+        if (target[0] == (byte)'/')
+        {
+            int query = target.IndexOf((byte)'?');
+            return (query < 0 ? target : target[..query]).IndexOf("%00"u8) < 0;
+        }
+
+        if (target.SequenceEqual("*"u8))
+        {
+            return method.SequenceEqual("OPTIONS"u8);
+        }
+
+        if (target.StartsWith("http://"u8) || target.StartsWith("https://"u8))
+        {
+            // Kestrel's own test for this form. A string only for a dribbled absolute-form request, never on the lane's
+            // path for the requests it answers.
+            return Uri.TryCreate(System.Text.Encoding.ASCII.GetString(target), UriKind.Absolute, out _);
+        }
+
+        return method.SequenceEqual("CONNECT"u8) && target.IndexOfAnyExcept(AuthorityBytes) < 0;
     }
 
     // A field line Kestrel takes as it arrives and then waits for the next (checked against Kestrel 10 with every byte
@@ -571,6 +606,19 @@ internal static class StaticLaneParser
     }
 
     private static bool IsTokenByte(byte b) => b < 128 && Token[b];
+
+    private static bool IsToken(ReadOnlySpan<byte> span)
+    {
+        foreach (byte b in span)
+        {
+            if (!IsTokenByte(b))
+            {
+                return false;
+            }
+        }
+
+        return true;
+    }
 
     // Visible ASCII, SP and HTAB (RFC 9110 5.5 without obs-text, which the lane leaves to Kestrel).
     private static bool IsFieldByte(byte b) => b is (>= 0x20 and <= 0x7E) or (byte)'\t';

@@ -93,6 +93,68 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
         Assert.Equal(0, handOffs.Total);
     }
 
+    // A request line dribbled past the one-second mark that began like GET or HEAD (a method that does not goes to
+    // Kestrel with its first bytes) and turns out to be another method or target form that Kestrel takes: Kestrel waits
+    // for the header section, so the lane keeps the request under the deadline its first bytes started. Handed over when
+    // the line ended, Kestrel's header timer would start afresh.
+    [Theory]
+    [InlineData("GETX /one.txt HTTP/1.1")]
+    [InlineData("HEADER /one.txt HTTP/1.1")]
+    [InlineData("GET http://localhost/one.txt HTTP/1.1")]
+    [InlineData("HEAD https://localhost:443/one.txt?q=%00 HTTP/1.0")]
+    [InlineData("GET http://localhost:80/%00 HTTP/1.1")]
+    public async Task A_dribbled_request_line_of_another_method_or_form_stays_under_its_first_deadline(string line)
+    {
+        _files.Create("one.txt", 100);
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, k => k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(3));
+        using var handOffs = new InstrumentRecorder(host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.lane.handoffs");
+        string[] steps = [line[2..3], line[3..] + "\r\nHost: localhost\r\n"];
+        Task<string> kestrel = ScriptAsync(host.Plain, steps, "X-C: 3\r\n", start: line[..2]);
+        Task<string> lane = ScriptAsync(host.Lane, steps, "X-C: 3\r\n", start: line[..2]);
+        string expected = await kestrel;
+        Assert.StartsWith("HTTP/1.1 408 Request Timeout\r\n", expected, StringComparison.Ordinal);
+        Assert.Equal(LaneHost.WithoutDates(Encoding.Latin1.GetBytes(expected)), LaneHost.WithoutDates(Encoding.Latin1.GetBytes(await lane)));
+        Assert.Equal(0, handOffs.Total);
+    }
+
+    // Dribbled until complete, such a request goes to Kestrel then, which answers it as it would have alone.
+    [Theory]
+    [InlineData("GET http://localhost/one.txt HTTP/1.1", "HTTP/1.1 200 OK\r\n")]
+    [InlineData("GETX /one.txt HTTP/1.1", "HTTP/1.1 ")]
+    public async Task A_dribbled_request_of_another_method_or_form_goes_to_Kestrel_once_complete(string line, string status)
+    {
+        _files.Create("one.txt", 100);
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, k => k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(15));
+        using var handOffs = new InstrumentRecorder(host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.lane.handoffs");
+        string[] steps = [line[2..3], line[3..] + "\r\nHost: localhost\r\n", "Content-Length: 0\r\nConnection: close\r\n\r\n"];
+        string expected = await ScriptAsync(host.Plain, steps, filler: null, start: line[..2]);
+        string actual = await ScriptAsync(host.Lane, steps, filler: null, start: line[..2]);
+        Assert.StartsWith(status, expected, StringComparison.Ordinal);
+        Assert.Equal(LaneHost.WithoutDates(Encoding.Latin1.GetBytes(expected)), LaneHost.WithoutDates(Encoding.Latin1.GetBytes(actual)));
+        Assert.Equal(1, handOffs.Total);
+    }
+
+    // Dribbled request lines Kestrel refuses as soon as it has them, by method and form: they go to Kestrel at once.
+    [Theory]
+    [InlineData("GET HTTP://localhost/one.txt HTTP/1.1")]
+    [InlineData("GET http://localhost:65536/one.txt HTTP/1.1")]
+    [InlineData("GET http:/localhost/one.txt HTTP/1.1")]
+    [InlineData("GET * HTTP/1.1")]
+    [InlineData("GET localhost:80 HTTP/1.1")]
+    [InlineData("HEAD http://[::1/one.txt HTTP/1.1")]
+    public async Task A_dribbled_request_line_of_a_form_Kestrel_refuses_goes_to_Kestrel_at_once(string line)
+    {
+        _files.Create("one.txt", 100);
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, k => k.Limits.RequestHeadersTimeout = TimeSpan.FromSeconds(15));
+        using var handOffs = new InstrumentRecorder(host.Services.GetRequiredService<IMeterFactory>(), "fastfiles.lane.handoffs");
+        string[] steps = [line[2..3], line[3..] + "\r\nHost: localhost\r\n"];
+        string expected = await ScriptAsync(host.Plain, steps, filler: null, start: line[..2]);
+        string actual = await ScriptAsync(host.Lane, steps, filler: null, start: line[..2]);
+        Assert.Matches("^HTTP/1.1 40[05] ", expected);
+        Assert.Equal(LaneHost.WithoutDates(Encoding.Latin1.GetBytes(expected)), LaneHost.WithoutDates(Encoding.Latin1.GetBytes(actual)));
+        Assert.Equal(1, handOffs.Total);
+    }
+
     // A dribbled request line Kestrel refuses as soon as it has it (a byte outside ASCII, a path escape of NUL) goes to
     // Kestrel at once, for its own 400.
     [Theory]
