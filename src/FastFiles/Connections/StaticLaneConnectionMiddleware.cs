@@ -113,6 +113,9 @@ internal sealed class StaticLaneConnectionMiddleware
         // A request that has arrived in part: how many reads it has taken so far, and the deadline for the rest.
         int partialReads = 0;
         long headersDeadline = 0;
+
+        // The length of that request's line once StaticLaneParser.AwaitsRest has found it plain (0 before).
+        int acceptedLine = 0;
         try
         {
             while (true)
@@ -222,7 +225,7 @@ internal sealed class StaticLaneConnectionMiddleware
                 bool dribbled = served == 0 && partialReads > 0 && Environment.TickCount64 - (headersDeadline - _requestHeadersTimeoutMs) >= DribbleMs;
                 if (unhandled && !result.IsCompleted && (reason == HandOffReason.Partial
                     ? (served > 0 || partialReads < MaxPartialReads || dribbled) && (dribbled || buffer.Slice(consumed).Length <= MaxPartialBytes)
-                    : dribbled && !connection.CloseRequested && AwaitsRest(buffer.Slice(consumed))))
+                    : dribbled && !connection.CloseRequested && AwaitsRest(buffer.Slice(consumed), ref acceptedLine)))
                 {
                     // The read ended inside a request (pipelined batches split anywhere): wait for the rest, within
                     // Kestrel's RequestHeadersTimeout from its first bytes, for a few reads and a few KiB unless it is
@@ -231,6 +234,7 @@ internal sealed class StaticLaneConnectionMiddleware
                     if (served > 0 || partialReads == 0)
                     {
                         partialReads = 0;
+                        acceptedLine = 0;
                         headersDeadline = Environment.TickCount64 + _requestHeadersTimeoutMs;
                     }
 
@@ -522,17 +526,17 @@ internal sealed class StaticLaneConnectionMiddleware
     }
 
     // StaticLaneParser.AwaitsRest over a request that may span pipe segments.
-    private bool AwaitsRest(ReadOnlySequence<byte> rest)
+    private bool AwaitsRest(ReadOnlySequence<byte> rest, ref int acceptedLine)
     {
         if (rest.IsSingleSegment)
         {
-            return StaticLaneParser.AwaitsRest(rest.FirstSpan, _limits);
+            return StaticLaneParser.AwaitsRest(rest.FirstSpan, _limits, ref acceptedLine);
         }
 
         byte[] copy = RentContiguous(rest, out int size);
         try
         {
-            return StaticLaneParser.AwaitsRest(copy.AsSpan(0, size), _limits);
+            return StaticLaneParser.AwaitsRest(copy.AsSpan(0, size), _limits, ref acceptedLine);
         }
         finally
         {

@@ -124,6 +124,18 @@ internal static class StaticLaneParser
     /// </summary>
     public static bool AwaitsRest(ReadOnlySpan<byte> input, in LaneLimits limits)
     {
+        int acceptedLine = 0;
+        return AwaitsRest(input, limits, ref acceptedLine);
+    }
+
+    /// <summary>
+    /// <see cref="AwaitsRest(ReadOnlySpan{byte}, in LaneLimits)"/> for a request asked about read after read:
+    /// <paramref name="acceptedLine"/> (0 at the request's first bytes) holds the length of the request line already
+    /// found plain, so a dribbled request does not have its line (an absolute-form target parsed by System.Uri, up to
+    /// MaxRequestLineSize) judged again on every read.
+    /// </summary>
+    public static bool AwaitsRest(ReadOnlySpan<byte> input, in LaneLimits limits, ref int acceptedLine)
+    {
         // Kestrel reads a request line only once its LF is there, but stops at a NUL at once.
         int lineEnd = input.IndexOf(LF);
         if (lineEnd < 0)
@@ -131,9 +143,19 @@ internal static class StaticLaneParser
             return input.Length < limits.MaxRequestLineSize && input.IndexOf((byte)0) < 0;
         }
 
-        if (lineEnd + 1 > limits.MaxRequestLineSize || !IsPlainRequestLine(input[..(lineEnd + 1)]))
+        if (lineEnd + 1 > limits.MaxRequestLineSize)
         {
             return false;
+        }
+
+        if (acceptedLine != lineEnd + 1)
+        {
+            if (!IsPlainRequestLine(input[..(lineEnd + 1)]))
+            {
+                return false;
+            }
+
+            acceptedLine = lineEnd + 1;
         }
 
         int headersStart = lineEnd + 1;

@@ -150,4 +150,25 @@ public sealed class StaticLaneAwaitsRestTests
     [InlineData("GET ? HTTP/1.1\r\n")]
     public void Complete_or_possibly_rejected_requests_go_to_Kestrel_now(string request)
         => Assert.False(StaticLaneParser.AwaitsRest(Encoding.Latin1.GetBytes(request), Limits));
+
+    // A dribbled request is asked about after every read: its line, once found plain, is not judged again (an
+    // absolute-form target is parsed by System.Uri from a string), only the header lines that follow.
+    [Fact]
+    public void A_request_line_found_plain_is_not_judged_again_on_later_reads()
+    {
+        const string Line = "GET http://x/a HTTP/1.1\r\n";
+        int accepted = 0;
+        Assert.True(StaticLaneParser.AwaitsRest(Encoding.Latin1.GetBytes(Line + "Host: x\r\n"), Limits, ref accepted));
+        Assert.Equal(Line.Length, accepted);
+
+        // The same position holding a line Kestrel refuses shows which verdict is used: the remembered one.
+        byte[] refused = Encoding.Latin1.GetBytes("GET HTTP://x/a HTTP/1.1\r\nHost: x\r\nX: y\r\n");
+        Assert.True(StaticLaneParser.AwaitsRest(refused, Limits, ref accepted));
+        int fresh = 0;
+        Assert.False(StaticLaneParser.AwaitsRest(refused, Limits, ref fresh));
+        Assert.Equal(0, fresh);
+
+        // Header lines are still judged on every read.
+        Assert.False(StaticLaneParser.AwaitsRest(Encoding.Latin1.GetBytes(Line + "Host: x\r\nBad Header\r\n"), Limits, ref accepted));
+    }
 }
