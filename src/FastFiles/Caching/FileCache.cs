@@ -40,6 +40,11 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
     // Hashes a waiting request asked for run outside _hashGate (not behind other files'), at most this many at once.
     private readonly SemaphoreSlim _neededGate = new(Math.Max(1, Environment.ProcessorCount));
     private readonly CancellationTokenSource _stopping = new();
+
+    // Hashes still running, by key and file: a version built again before its entry was stored (misses at once) or after
+    // it was dropped (evicted) joins the running hash instead of reading the whole file once more, and its waiters wait
+    // for that one.
+    private readonly ConcurrentDictionary<(string Key, string Path), (FileStamp Stamp, ContentHash Hash)> _hashing = new();
     private long _bytesHeld;
     private long _generation;
     private int _openHandles;
@@ -263,7 +268,27 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
 
         ContentHash? hash = null;
         hash = ContentHash.ForFile(opened.PhysicalPath!, opened.Stamp, _hashGate, _neededGate, () => Forget(key, hash!), _stopping.Token);
+        (string, string) slot = (key, opened.PhysicalPath!);
+        (FileStamp, ContentHash) mine = (opened.Stamp, hash);
+        while (!_hashing.TryAdd(slot, mine))
+        {
+            if (_hashing.TryGetValue(slot, out (FileStamp Stamp, ContentHash Hash) running))
+            {
+                if (running.Stamp == opened.Stamp && !running.Hash.Failed)
+                {
+                    return running.Hash;
+                }
+
+                if (_hashing.TryUpdate(slot, mine, running))
+                {
+                    break;
+                }
+            }
+        }
+
         hash.Start();
+        _ = hash.WhenReady().ContinueWith(
+            _ => _hashing.TryRemove(KeyValuePair.Create(slot, mine)), CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
         return hash;
     }
 

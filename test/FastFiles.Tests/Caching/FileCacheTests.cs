@@ -59,6 +59,55 @@ public sealed class FileCacheTests : IDisposable
     }
 
     [Fact]
+    public async Task A_version_built_again_while_its_hash_runs_shares_that_hash()
+    {
+        // Sparse: minutes to hash, so it still runs when the version is built again.
+        using (FileStream big = File.Create(Path.Combine(_root, "huge.iso")))
+        {
+            big.SetLength(16L * 1024 * 1024 * 1024);
+        }
+
+        File.WriteAllBytes(Path.Combine(_root, "a.txt"), new byte[100]);
+        var options = new FastFilesOptions { MaxCachedFileSize = 64 * 1024, MaxCachedFiles = 1 };
+        var cache = new FileCache(
+            new PhysicalFileSource(_root, followLinksOutsideRoot: false), string.Empty, options, new FastFilesMetrics(null), NullLogger.Instance, contentHashETags: true);
+        var hashes = new List<ContentHash>();
+        try
+        {
+            CachedFile first = cache.Build("/huge.iso", "/huge.iso", new FileResponseSettings(), precompressed: false)!;
+            hashes.Add(first.Identity.ContentHash!);
+
+            // Another file takes the one place (eviction goes down to 90% of one entry: none), so the next request for
+            // huge.iso misses and builds it again, while its hash runs.
+            cache.Build("/a.txt", "/a.txt", new FileResponseSettings(), precompressed: false);
+            Assert.False(cache.TryGet("/huge.iso", out _));
+            CachedFile again = cache.Build("/huge.iso", "/huge.iso", new FileResponseSettings(), precompressed: false)!;
+            hashes.Add(again.Identity.ContentHash!);
+
+            // And requests that all missed at once: each builds the entry, none before another stored it.
+            using var start = new Barrier(4);
+            CachedFile[] burst = await Task.WhenAll(Enumerable.Range(0, 4).Select(i => Task.Run(() =>
+            {
+                cache.Remove(again);
+                start.SignalAndWait();
+                return cache.Build("/huge.iso", "/huge.iso", new FileResponseSettings(), precompressed: false)!;
+            })));
+            hashes.AddRange(burst.Select(e => e.Identity.ContentHash!));
+
+            // One version, one hash: one read of the file, and every waiter on the same one.
+            Assert.All(hashes, h => Assert.Same(hashes[0], h));
+        }
+        finally
+        {
+            cache.Dispose();
+            foreach (ContentHash hash in hashes)
+            {
+                await hash.WhenReady();
+            }
+        }
+    }
+
+    [Fact]
     public void Stale_sidecar_rewritten_fresh_is_seen_by_revalidation_without_notifications()
     {
         string original = Path.Combine(_root, "app.js");
