@@ -347,11 +347,13 @@ public sealed class ContentHashAbortTests : IAsyncLifetime
         AssertNoErrors();
     }
 
-    [Fact]
-    public async Task Stopping_while_requests_wait_for_a_background_hash_ends_them_and_closes_the_file()
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task Stopping_while_requests_wait_for_a_hash_ends_them_and_closes_the_file(bool fileCache)
     {
         Sparse("huge.iso", Huge);
-        TestHost host = await StartAsync(fileCache: true, shutdownTimeout: TimeSpan.FromSeconds(2));
+        TestHost host = await StartAsync(fileCache, shutdownTimeout: TimeSpan.FromSeconds(2));
         await LeakChecks.WithoutUnobservedExceptionsAsync(async () =>
         {
             using Stream http1 = await OpenAsync(host.Http, tls: false);
