@@ -41,10 +41,11 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
     private readonly SemaphoreSlim _neededGate = new(Math.Max(1, Environment.ProcessorCount));
     private readonly CancellationTokenSource _stopping = new();
 
-    // Hashes still running, by key and file: a version built again before its entry was stored (misses at once) or after
-    // it was dropped (evicted) joins the running hash instead of reading the whole file once more, and its waiters wait
-    // for that one.
-    private readonly ConcurrentDictionary<(string Key, string Path), (FileStamp Stamp, ContentHash Hash)> _hashing = new();
+    // Hashes still running, by file, for every cache in the process: a version built again before its entry was stored
+    // (misses at once), after it was dropped (evicted), under another key (a directory's default file) or by another
+    // cache over the same files (the static lane's and UseFastFiles' for one root, FastResults') joins the running hash
+    // instead of reading the whole file once more, and its waiters wait for that one.
+    private static readonly ConcurrentDictionary<string, (FileStamp Stamp, ContentHash Hash)> Hashing = new(StringComparer.Ordinal);
     private long _bytesHeld;
     private long _generation;
     private int _openHandles;
@@ -268,18 +269,30 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
 
         ContentHash? hash = null;
         hash = ContentHash.ForFile(opened.PhysicalPath!, opened.Stamp, _hashGate, _neededGate, () => Forget(key, hash!), _stopping.Token);
-        (string, string) slot = (key, opened.PhysicalPath!);
+        string slot = opened.PhysicalPath!;
         (FileStamp, ContentHash) mine = (opened.Stamp, hash);
-        while (!_hashing.TryAdd(slot, mine))
+        while (!Hashing.TryAdd(slot, mine))
         {
-            if (_hashing.TryGetValue(slot, out (FileStamp Stamp, ContentHash Hash) running))
+            if (Hashing.TryGetValue(slot, out (FileStamp Stamp, ContentHash Hash) running))
             {
                 if (running.Stamp == opened.Stamp && !running.Hash.Failed)
                 {
-                    return running.Hash;
+                    // Its own callback drops only the entry it was started for: if it finds the file changed (or its
+                    // cache stops it), this entry goes too.
+                    ContentHash joined = running.Hash;
+                    _ = joined.WhenReady().ContinueWith(
+                        _ =>
+                        {
+                            if (joined.Failed)
+                            {
+                                Forget(key, joined);
+                            }
+                        },
+                        CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
+                    return joined;
                 }
 
-                if (_hashing.TryUpdate(slot, mine, running))
+                if (Hashing.TryUpdate(slot, mine, running))
                 {
                     break;
                 }
@@ -288,7 +301,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
 
         hash.Start();
         _ = hash.WhenReady().ContinueWith(
-            _ => _hashing.TryRemove(KeyValuePair.Create(slot, mine)), CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
+            _ => Hashing.TryRemove(KeyValuePair.Create(slot, mine)), CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
         return hash;
     }
 

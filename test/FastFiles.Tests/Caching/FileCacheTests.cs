@@ -107,6 +107,49 @@ public sealed class FileCacheTests : IDisposable
         }
     }
 
+    // The static lane and UseFastFiles over one root keep a cache each (FastResults another): a large file's version is
+    // still hashed once, and a conditional request on either waits for that one read.
+    [Fact]
+    public async Task Caches_over_the_same_files_share_a_running_hash()
+    {
+        using (FileStream big = File.Create(Path.Combine(_root, "shared.iso")))
+        {
+            big.SetLength(16L * 1024 * 1024 * 1024);
+        }
+
+        var options = new FastFilesOptions { MaxCachedFileSize = 64 * 1024 };
+        var lane = new FileCache(
+            new PhysicalFileSource(_root, followLinksOutsideRoot: false), "/static", options, new FastFilesMetrics(null), NullLogger.Instance, contentHashETags: true);
+        var app = new FileCache(
+            new PhysicalFileSource(_root, followLinksOutsideRoot: false), string.Empty, options, new FastFilesMetrics(null), NullLogger.Instance, contentHashETags: true);
+        ContentHash? first = null, second = null;
+        try
+        {
+            first = lane.Build("/static/shared.iso", "/shared.iso", new FileResponseSettings(), precompressed: false)!.Identity.ContentHash;
+            second = app.Build("/shared.iso", "/shared.iso", new FileResponseSettings(), precompressed: false)!.Identity.ContentHash;
+            Assert.NotNull(first);
+            Assert.Same(first, second);
+
+            // Stopped by the cache that started it, the hash ends without a tag, and the other cache drops its entry
+            // (the next request builds it again with a hash of its own) rather than keep a version that never gets one.
+            lane.Dispose();
+            await first!.WhenReady();
+            Assert.True(first.Failed);
+            Assert.True(SpinWait.SpinUntil(() => !app.TryGet("/shared.iso", out _), TimeSpan.FromSeconds(30)));
+            ContentHash? again = app.Build("/shared.iso", "/shared.iso", new FileResponseSettings(), precompressed: false)!.Identity.ContentHash;
+            Assert.NotNull(again);
+            Assert.NotSame(first, again);
+            second = again;
+        }
+        finally
+        {
+            lane.Dispose();
+            app.Dispose();
+            await (first?.WhenReady() ?? Task.CompletedTask);
+            await (second?.WhenReady() ?? Task.CompletedTask);
+        }
+    }
+
     [Fact]
     public void Stale_sidecar_rewritten_fresh_is_seen_by_revalidation_without_notifications()
     {
