@@ -23,6 +23,7 @@ internal sealed class ContentHash
 {
     private const int HashedBits = 128;
     private const int ReadSize = 256 * 1024;
+    private const long StampCheckInterval = 256L * ReadSize;
 
     private readonly string? _path;
     private readonly FileStamp _stamp;
@@ -164,6 +165,15 @@ internal sealed class ContentHash
             while (offset < stamp.Length)
             {
                 cancellationToken.ThrowIfCancellationRequested();
+
+                // Every 64 MiB: a file deleted or replaced by rename (its inode's change time moves as its last link goes)
+                // or written to is no longer the version, so its tag will not be kept: stop reading it (a large file would
+                // otherwise be read to its end, its disk space held, for nothing).
+                if (offset > 0 && offset % StampCheckInterval == 0 && FileStamp.FromHandle(file) != stamp)
+                {
+                    return null;
+                }
+
                 int read = RandomAccess.Read(file, buffer.AsSpan(0, (int)Math.Min(ReadSize, stamp.Length - offset)), offset);
                 if (read == 0)
                 {

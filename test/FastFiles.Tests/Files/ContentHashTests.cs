@@ -29,6 +29,26 @@ public sealed class ContentHashTests : IDisposable
         Assert.Equal(ContentHash.Of(bytes).ETag, ContentHash.Compute(handle, FileStamp.FromHandle(handle), CancellationToken.None));
     }
 
+    // A large file deleted while it is hashed stops being read: its tag would not be kept, and the read would hold the
+    // file's space until the end (1 TiB of holes: minutes to hash, well beyond the bound below).
+    [Fact]
+    public async Task A_file_deleted_while_it_is_hashed_is_not_read_to_its_end()
+    {
+        using (FileStream huge = File.Create(_path))
+        {
+            huge.SetLength(1L << 40);
+        }
+
+        using SafeFileHandle handle = FileVersion.OpenHandle(_path);
+        FileStamp stamp = FileStamp.FromHandle(handle);
+        using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        Task<string?> hashing = Task.Run(() => ContentHash.Compute(handle, stamp, bound.Token));
+        await Task.Delay(300);
+        File.Delete(_path);
+        Assert.Null(await hashing);
+        Assert.False(bound.IsCancellationRequested);
+    }
+
     [Fact]
     public void A_file_that_is_no_longer_the_version_gets_no_tag()
     {
