@@ -16,6 +16,7 @@ internal sealed class RawHttp2Client : IAsyncDisposable
     public const byte Headers = 0x1;
     public const byte RstStream = 0x3;
     public const byte Settings = 0x4;
+    public const byte Ping = 0x6;
     public const byte GoAway = 0x7;
     public const byte WindowUpdate = 0x8;
 
@@ -85,6 +86,57 @@ internal sealed class RawHttp2Client : IAsyncDisposable
         }
 
         return new RawHttp2Client(tcp, ssl, $"{https.Host}:{https.Port}", tls: true);
+    }
+
+    /// <summary>A GET's HEADERS frame (END_STREAM, END_HEADERS), as <see cref="SendRequestAsync"/> sends it, for a test that batches frames.</summary>
+    public byte[] GetFrame(int streamId, string path, bool endStream = true, params (int NameIndex, string Value)[] headers)
+    {
+        var block = new List<byte> { 0x82, _tls ? (byte)0x87 : (byte)0x86 };
+        AddLiteral(block, 4, path);
+        AddLiteral(block, 1, _authority);
+        foreach ((int nameIndex, string value) in headers)
+        {
+            AddLiteral(block, nameIndex, value);
+        }
+
+        return FrameBytes(Headers, (byte)((endStream ? 0x1 : 0) | 0x4), streamId, block.ToArray());
+    }
+
+    /// <summary>One frame's bytes: the 9-byte header and the payload.</summary>
+    public static byte[] FrameBytes(byte type, byte flags, int streamId, byte[] payload)
+    {
+        byte[] frame = new byte[9 + payload.Length];
+        frame[0] = (byte)(payload.Length >> 16);
+        frame[1] = (byte)(payload.Length >> 8);
+        frame[2] = (byte)payload.Length;
+        frame[3] = type;
+        frame[4] = flags;
+        BinaryPrimitives.WriteUInt32BigEndian(frame.AsSpan(5), (uint)streamId);
+        payload.CopyTo(frame, 9);
+        return frame;
+    }
+
+    /// <summary>Writes <paramref name="frames"/> (whole frames, concatenated) in one write.</summary>
+    public async Task SendRawAsync(byte[] frames)
+    {
+        await _writeLock.WaitAsync();
+        try
+        {
+            await _ssl.WriteAsync(frames);
+            await _ssl.FlushAsync();
+        }
+        finally
+        {
+            _writeLock.Release();
+        }
+    }
+
+    /// <summary>Sends a PING (not an ACK) with <paramref name="data"/> as its 8-byte payload.</summary>
+    public Task SendPingAsync(long data)
+    {
+        byte[] payload = new byte[8];
+        BinaryPrimitives.WriteInt64BigEndian(payload, data);
+        return WriteFrameAsync(Ping, 0, 0, payload);
     }
 
     /// <summary>Sends a GET with END_STREAM; header block uses static-table names and literal values only.</summary>
