@@ -52,37 +52,7 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
         WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
         builder.Services.AddFastFiles(o => o.MaxCachedFileSize = CacheLimit);
         builder.Logging.AddProvider(_logs);
-        builder.WebHost.ConfigureKestrel(k =>
-        {
-            // 0: h2c.
-            k.Listen(IPAddress.Loopback, 0, l => l.Protocols = HttpProtocols.Http2);
-            // 1: h2c on the send path.
-            k.Listen(IPAddress.Loopback, 0, l =>
-            {
-                l.Protocols = HttpProtocols.Http2;
-                l.UseZeroCopySendFile(o => o.RecentWriteWindow = TimeSpan.Zero);
-            });
-            // 2: h2 over TLS, record coalescing and the output stage.
-            k.Listen(IPAddress.Loopback, 0, l =>
-            {
-                l.Protocols = HttpProtocols.Http2;
-                l.UseHttps(TestCertificate.Instance);
-                l.UseTlsRecordCoalescing().UseHttp2TlsOutputStage();
-            });
-            // 3: h2 over TLS, record coalescing only.
-            k.Listen(IPAddress.Loopback, 0, l =>
-            {
-                l.Protocols = HttpProtocols.Http2;
-                l.UseHttps(TestCertificate.Instance);
-                l.UseTlsRecordCoalescing();
-            });
-            // 4: h2 over TLS, Kestrel's own output.
-            k.Listen(IPAddress.Loopback, 0, l =>
-            {
-                l.Protocols = HttpProtocols.Http2;
-                l.UseHttps(TestCertificate.Instance);
-            });
-        });
+        builder.WebHost.ConfigureKestrel(Http2Endpoints.ListenOnEach);
         _app = builder.Build();
         FastStaticFileOptions Files() => new() { FileProvider = new PhysicalFileProvider(_files.Root) };
         _app.Map("/stock", b => b.UseStaticFiles(new StaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root), ServeUnknownFileTypes = true }));

@@ -328,27 +328,7 @@ internal sealed class RawHttp2Client : IAsyncDisposable
         return true;
     }
 
-    private async Task WriteFrameAsync(byte type, byte flags, int streamId, byte[] payload)
-    {
-        byte[] frame = new byte[9 + payload.Length];
-        frame[0] = (byte)(payload.Length >> 16);
-        frame[1] = (byte)(payload.Length >> 8);
-        frame[2] = (byte)payload.Length;
-        frame[3] = type;
-        frame[4] = flags;
-        BinaryPrimitives.WriteUInt32BigEndian(frame.AsSpan(5), (uint)streamId);
-        payload.CopyTo(frame, 9);
-        await _writeLock.WaitAsync();
-        try
-        {
-            await _ssl.WriteAsync(frame);
-            await _ssl.FlushAsync();
-        }
-        finally
-        {
-            _writeLock.Release();
-        }
-    }
+    private Task WriteFrameAsync(byte type, byte flags, int streamId, byte[] payload) => SendRawAsync(FrameBytes(type, flags, streamId, payload));
 
     private static void AddLiteral(List<byte> block, int nameIndex, string value)
     {
