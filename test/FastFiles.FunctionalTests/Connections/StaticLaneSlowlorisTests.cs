@@ -99,7 +99,6 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
     // the line ended, Kestrel's header timer would start afresh.
     [Theory]
     [InlineData("GETX /one.txt HTTP/1.1")]
-    [InlineData("HEADER /one.txt HTTP/1.1")]
     [InlineData("GET http://localhost/one.txt HTTP/1.1")]
     [InlineData("HEAD https://localhost:443/one.txt?q=%00 HTTP/1.0")]
     [InlineData("GET http://localhost:80/%00 HTTP/1.1")]
@@ -138,10 +137,7 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
     [Theory]
     [InlineData("GET HTTP://localhost/one.txt HTTP/1.1")]
     [InlineData("GET http://localhost:65536/one.txt HTTP/1.1")]
-    [InlineData("GET http:/localhost/one.txt HTTP/1.1")]
     [InlineData("GET * HTTP/1.1")]
-    [InlineData("GET localhost:80 HTTP/1.1")]
-    [InlineData("HEAD http://[::1/one.txt HTTP/1.1")]
     public async Task A_dribbled_request_line_of_a_form_Kestrel_refuses_goes_to_Kestrel_at_once(string line)
     {
         _files.Create("one.txt", 100);
