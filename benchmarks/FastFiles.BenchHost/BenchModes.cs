@@ -240,6 +240,11 @@ internal static class BenchModes
             services => services.AddFastFiles(o => o.EnableFileCache = false),
             (app, root) => app.UseFastFiles(FastOptions(root))),
 
+        ["fastfiles-nocache-hash"] = new(
+            "UseFastFiles with the file cache off and EnableContentHashETags",
+            services => services.AddFastFiles(o => o.EnableFileCache = false),
+            (app, root) => app.UseFastFiles(ContentHashOptions(root))),
+
         // The tuned host profile against fastfiles-coalesce (today's defaults), with a template app's logging (the
         // profile's logging setting only shows where a logging provider is registered).
         ["fastfiles-tuned"] = Coalesce("UseFastFiles + connection parts at their defaults + UseFastFilesTunedProfile") with

@@ -41,11 +41,6 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
     private readonly SemaphoreSlim _neededGate = new(Math.Max(1, Environment.ProcessorCount));
     private readonly CancellationTokenSource _stopping = new();
 
-    // Hashes still running, by file, for every cache in the process: a version built again before its entry was stored
-    // (misses at once), after it was dropped (evicted), under another key (a directory's default file) or by another
-    // cache over the same files (the static lane's and UseFastFiles' for one root, FastResults') joins the running hash
-    // instead of reading the whole file once more, and its waiters wait for that one.
-    private static readonly ConcurrentDictionary<string, (FileStamp Stamp, ContentHash Hash)> Hashing = new(StringComparer.Ordinal);
     private long _bytesHeld;
     private long _generation;
     private int _openHandles;
@@ -269,39 +264,25 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
 
         ContentHash? hash = null;
         hash = ContentHash.ForFile(opened.PhysicalPath!, opened.Stamp, _hashGate, _neededGate, () => Forget(key, hash!), _stopping.Token);
-        string slot = opened.PhysicalPath!;
-        (FileStamp, ContentHash) mine = (opened.Stamp, hash);
-        while (!Hashing.TryAdd(slot, mine))
+        ContentHash known = ContentHash.Share(hash);
+        if (!ReferenceEquals(known, hash))
         {
-            if (Hashing.TryGetValue(slot, out (FileStamp Stamp, ContentHash Hash) running))
-            {
-                if (running.Stamp == opened.Stamp && !running.Hash.Failed)
+            // Another cache's, a request's, or this cache's own from before an eviction: its own callback drops only the
+            // entry it was started for, so if it ends without a tag (the file changed, its cache or its last waiting
+            // request stopped it) this entry goes too.
+            _ = known.WhenReady().ContinueWith(
+                _ =>
                 {
-                    // Its own callback drops only the entry it was started for: if it finds the file changed (or its
-                    // cache stops it), this entry goes too.
-                    ContentHash joined = running.Hash;
-                    _ = joined.WhenReady().ContinueWith(
-                        _ =>
-                        {
-                            if (joined.Failed)
-                            {
-                                Forget(key, joined);
-                            }
-                        },
-                        CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
-                    return joined;
-                }
-
-                if (Hashing.TryUpdate(slot, mine, running))
-                {
-                    break;
-                }
-            }
+                    if (known.Failed)
+                    {
+                        Forget(key, known);
+                    }
+                },
+                CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
+            return known;
         }
 
         hash.Start();
-        _ = hash.WhenReady().ContinueWith(
-            _ => Hashing.TryRemove(KeyValuePair.Create(slot, mine)), CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
         return hash;
     }
 

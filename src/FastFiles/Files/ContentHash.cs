@@ -1,5 +1,6 @@
 using System.Buffers;
 using System.Buffers.Text;
+using System.Collections.Concurrent;
 using System.Security.Cryptography;
 using Microsoft.Win32.SafeHandles;
 
@@ -17,22 +18,44 @@ namespace FastFiles.Files;
 /// request path, between two identical stamps (a version that changed while it was read gets no tag at all, never a
 /// tag of mixed bytes). Until it is known, <see cref="ETag"/> is <see langword="null"/>: responses then carry no
 /// ETag (Last-Modified still validates), and a request with an entity-tag condition waits for it (<see cref="WhenReady"/>),
-/// so a tag is never compared against anything but the real one and one version never has two tags.
+/// so a tag is never compared against anything but the real one and one version never has two tags. Hashes read from
+/// files are shared in the process by file and stamp (<see cref="Share"/>), running or done.
 /// </remarks>
+// _unwatched is never disposed: a CancellationTokenSource without a timer holds nothing but memory.
+#pragma warning disable CA1001
 internal sealed class ContentHash
+#pragma warning restore CA1001
 {
     private const int HashedBits = 128;
     private const int ReadSize = 256 * 1024;
     private const long StampCheckInterval = 256L * ReadSize;
 
+    // The most versions kept known once hashed (a path and a tag each, about 200 bytes): past it, those not running are
+    // forgotten and hashed again when next asked for.
+    internal const int MaxKnown = 4096;
+
+    // Every version hashed from its file in the process, running or done, by physical path (the latest version asked
+    // for): caches over the same files (the static lane's and UseFastFiles' for one root, FastResults'), requests with
+    // no cache entry, and a cache entry built again after eviction all share one read of each version, and a version
+    // hashed once is not read again while it stays the file's version.
+    private static readonly ConcurrentDictionary<string, ContentHash> Known = new(StringComparer.Ordinal);
+
     private readonly string? _path;
     private readonly FileStamp _stamp;
-    private readonly SemaphoreSlim? _gate;
-    private readonly SemaphoreSlim? _neededGate;
     private readonly CancellationToken _stopping;
-    private readonly Action? _changed;
+
+    // Dropped once the tag is known: a remembered hash must not keep its cache (and the cache's entries) alive.
+    private SemaphoreSlim? _gate;
+    private SemaphoreSlim? _neededGate;
+    private Action? _changed;
     private string? _etag;
     private Task? _running;
+
+    // Only for a hash that requests with no cache entry started: it runs while one of them waits (the last to leave
+    // cancels it), as each such request's own hash did, but a burst of them reads the file once.
+    private readonly CancellationTokenSource? _unwatched;
+    private int _waiters;
+    private volatile bool _abandoned;
 
     // Set when a request waits for this tag: its computation then starts at once, not behind other files' in the gate.
     private TaskCompletionSource? _needed;
@@ -51,6 +74,14 @@ internal sealed class ContentHash
         _neededGate = neededGate;
         _changed = changed;
         _stopping = stopping;
+    }
+
+    private ContentHash(string path, FileStamp stamp)
+    {
+        _path = path;
+        _stamp = stamp;
+        _unwatched = new CancellationTokenSource();
+        _stopping = _unwatched.Token;
     }
 
     /// <summary>The quoted entity tag, or <see langword="null"/> while it is not known (or the version changed while read).</summary>
@@ -73,6 +104,68 @@ internal sealed class ContentHash
     /// </summary>
     public static ContentHash ForFile(string path, FileStamp stamp, SemaphoreSlim? gate, SemaphoreSlim? neededGate, Action? changed, CancellationToken stopping)
         => new(path, stamp, gate, neededGate, changed, stopping);
+
+    /// <summary>
+    /// The tag of the file at <paramref name="path"/> as of <paramref name="stamp"/> for a response with no cache entry:
+    /// the process's hash of that version, running or done, if there is one; else a new one, computed only once a
+    /// request waits for it (<see cref="WhenNeededByAsync"/>) and only while one does.
+    /// </summary>
+    public static ContentHash ForRequests(string path, FileStamp stamp)
+        => Known.TryGetValue(path, out ContentHash? known) && known.Serves(stamp, startedOnly: false) ? known : Share(new ContentHash(path, stamp));
+
+    /// <summary>
+    /// The process's hash of <paramref name="mine"/>'s version if one is running or done (a cache's own hash is only
+    /// given one a request or a cache has started), else <paramref name="mine"/>, now the known one. A hash that ends
+    /// without a tag is forgotten, so the next asks again.
+    /// </summary>
+    public static ContentHash Share(ContentHash mine)
+    {
+        string path = mine._path!;
+        while (true)
+        {
+            if (Known.TryGetValue(path, out ContentHash? known))
+            {
+                if (known.Serves(mine._stamp, startedOnly: mine._unwatched is null))
+                {
+                    return known;
+                }
+
+                if (Known.TryUpdate(path, mine, known))
+                {
+                    return mine;
+                }
+            }
+            else if (Known.TryAdd(path, mine))
+            {
+                if (Known.Count > MaxKnown)
+                {
+                    Trim();
+                }
+
+                return mine;
+            }
+        }
+    }
+
+    // Whether this hash gives (or will give) the tag of the version stamped so.
+    private bool Serves(FileStamp stamp, bool startedOnly)
+        => _stamp == stamp && !Failed && !_abandoned && (!startedOnly || Volatile.Read(ref _running) is not null);
+
+    /// <summary>Whether <paramref name="path"/>'s known hash is <paramref name="hash"/> (for tests).</summary>
+    internal static bool IsKnown(string path, ContentHash hash) => Known.TryGetValue(path, out ContentHash? known) && ReferenceEquals(known, hash);
+
+    // Over the bound: every version not being hashed now is forgotten (hashed again if asked for), at once, so the cost
+    // of going through the table is paid once per MaxKnown new versions.
+    private static void Trim()
+    {
+        foreach (KeyValuePair<string, ContentHash> pair in Known)
+        {
+            if (Volatile.Read(ref pair.Value._running) is not { IsCompleted: false })
+            {
+                Known.TryRemove(pair);
+            }
+        }
+    }
 
     /// <summary>Whether the computation has ended without a tag (the file changed while read, or could not be read).</summary>
     public bool Failed => Volatile.Read(ref _running) is { IsCompleted: true } && ETag is null;
@@ -128,6 +221,12 @@ internal sealed class ContentHash
     /// </summary>
     public async Task<bool> WhenNeededByAsync(CancellationToken requestAborted)
     {
+        CancellationTokenSource? unwatched = _unwatched;
+        if (unwatched is not null)
+        {
+            Interlocked.Increment(ref _waiters);
+        }
+
         try
         {
             await WhenNeededAsync(requestAborted);
@@ -136,6 +235,17 @@ internal sealed class ContentHash
         catch (OperationCanceledException) when (requestAborted.IsCancellationRequested)
         {
             return false;
+        }
+        finally
+        {
+            // The last request waiting for a hash only requests started leaves before it ends: nobody needs the file
+            // read on (a client that asks and leaves must not buy a whole read of a large file). Later requests for the
+            // version start a new hash (Share passes an abandoned one by).
+            if (unwatched is not null && Interlocked.Decrement(ref _waiters) == 0 && Volatile.Read(ref _running) is { IsCompleted: false })
+            {
+                _abandoned = true;
+                unwatched.Cancel();
+            }
         }
     }
 
@@ -254,6 +364,14 @@ internal sealed class ContentHash
             }
 
             neededEntered?.Release();
+            if (ETag is null)
+            {
+                Known.TryRemove(KeyValuePair.Create(_path!, this));
+            }
+
+            _gate = null;
+            _neededGate = null;
+            _changed = null;
         }
     }
 }

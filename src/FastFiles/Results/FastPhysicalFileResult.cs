@@ -220,7 +220,7 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
             {
                 // Not cached (no file cache, or its entry went stale): as UseFastFiles, the hash is computed only if a
                 // condition needs it, so the tag is the cached one.
-                file.UseContentHash(ContentHash.ForFile(file.PhysicalPath, file.Stamp, null, null, null, httpContext.RequestAborted));
+                file.UseContentHash(ContentHash.ForRequests(file.PhysicalPath, file.Stamp));
             }
 
             // As a cached entry's, and as UseFastFiles answers from disk: a file that has or will have variants varies by

@@ -300,7 +300,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             if (_options.EnableContentHashETags && selected.PhysicalPath is not null)
             {
                 // Not cached: the hash is computed only if a condition needs it, so the tag is the same as a cached one.
-                selected.UseContentHash(ContentHash.ForFile(selected.PhysicalPath, selected.Stamp, null, null, null, context.RequestAborted));
+                selected.UseContentHash(ContentHash.ForRequests(selected.PhysicalPath, selected.Stamp));
             }
 
             // As a cached entry's: a file dynamic compression would compress varies too, though no variant exists here.

@@ -163,8 +163,10 @@ public sealed class FastStaticFileOptions
     /// Defaults to <see langword="false"/>. Computed once per file version by the file cache: at once for files whose
     /// bytes it holds (<c>MaxCachedFileSize</c>), on a background thread for larger ones. Until a large file's hash is
     /// known, responses carry no ETag (Last-Modified still validates) and a request with If-Match, If-None-Match or
-    /// If-Range waits for the hash, so a version never has two different tags. Roots served from other file
-    /// providers keep modification-time tags.
+    /// If-Range waits for the hash, so a version never has two different tags. Without the file cache the hash is
+    /// computed when such a request needs it, while one waits; either way each version is read once in the process
+    /// and its tag remembered (up to 4,096 versions). Roots served from other file providers keep modification-time
+    /// tags.
     /// </remarks>
     public bool EnableContentHashETags { get; set; }
 

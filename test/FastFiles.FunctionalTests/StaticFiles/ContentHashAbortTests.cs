@@ -220,6 +220,89 @@ public sealed class ContentHashAbortTests : IAsyncLifetime
         AssertNoErrors();
     }
 
+    [Theory]
+    [InlineData("/huge.iso")]
+    [InlineData("/result/huge.iso")]
+    public async Task Without_the_cache_requests_waiting_for_one_version_share_one_hash_until_the_last_leaves(string target)
+    {
+        const int Clients = 4;
+        Sparse("huge.iso", Huge);
+        TestHost host = await StartAsync(fileCache: false);
+        await LeakChecks.WithoutUnobservedExceptionsAsync(async () =>
+        {
+            var clients = new List<Stream>();
+            try
+            {
+                for (int i = 0; i < Clients; i++)
+                {
+                    Stream stream = await OpenAsync(host.Http, tls: false);
+                    clients.Add(stream);
+                    await stream.WriteAsync(Encoding.ASCII.GetBytes($"GET {target} HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"x{i}\"\r\n\r\n"));
+                }
+
+                // Each waiting request holds the file open, and one hash reads it (one read each would be 2 x Clients).
+                await UntilHashingAsync("huge.iso", Clients + 1);
+                Assert.True(await AtMostAsync("huge.iso", Clients + 1, TimeSpan.FromSeconds(1)), "more than one hash read the file");
+
+                // All but one leave: the hash goes on for the last (its descriptor and the request's).
+                for (int i = 0; i < Clients - 1; i++)
+                {
+                    await clients[i].DisposeAsync();
+                }
+
+                await UntilDescriptorsAsync("huge.iso", 2);
+                Assert.True(await AtLeastAsync("huge.iso", 2, TimeSpan.FromMilliseconds(500)), "the hash stopped while a request still waited");
+            }
+            finally
+            {
+                foreach (Stream stream in clients)
+                {
+                    await stream.DisposeAsync();
+                }
+            }
+
+            // The last leaves: nobody needs the file read on.
+            await UntilClosedAsync("huge.iso");
+        });
+
+        AssertNoErrors();
+    }
+
+    // Whether the file's descriptors stay at or under `most` for `window`, looked at every 10 ms.
+    private Task<bool> AtMostAsync(string name, int most, TimeSpan window) => HoldsAsync(name, n => n <= most, window);
+
+    private Task<bool> AtLeastAsync(string name, int least, TimeSpan window) => HoldsAsync(name, n => n >= least, window);
+
+    private Task<bool> HoldsAsync(string name, Func<int, bool> holds, TimeSpan window)
+        => Task.Factory.StartNew(
+            () =>
+            {
+                DateTime end = DateTime.UtcNow + window;
+                while (DateTime.UtcNow < end)
+                {
+                    if (!holds(DescriptorsOf(name)))
+                    {
+                        return false;
+                    }
+
+                    Thread.Sleep(10);
+                }
+
+                return true;
+            },
+            CancellationToken.None, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+
+    private async Task UntilDescriptorsAsync(string name, int count)
+    {
+        DateTime deadline = DateTime.UtcNow + Bound;
+        while (DescriptorsOf(name) != count && DateTime.UtcNow < deadline)
+        {
+            await Task.Delay(20);
+        }
+
+        Assert.Equal(count, DescriptorsOf(name));
+    }
+
     [Fact]
     public async Task Waiters_leaving_a_background_hash_leave_it_running_for_the_others_and_later_requests()
     {

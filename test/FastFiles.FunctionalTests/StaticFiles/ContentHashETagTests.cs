@@ -195,6 +195,41 @@ public sealed class ContentHashETagTests : IAsyncLifetime
         Assert.Equal(ExpectedTag(content), revalidated.Headers.ETag?.Tag);
     }
 
+    [Fact]
+    public async Task Without_the_file_cache_a_version_is_hashed_once_for_every_request_and_new_bytes_get_a_new_tag()
+    {
+        byte[] v1 = _files.Create("doc.bin", 200_000, seed: 1);
+        DateTime modified = File.GetLastWriteTimeUtc(_files.PathOf("doc.bin"));
+        TestHost host = await StartAsync(_files.Root, fileCache: false);
+        Assert.Null((await GetAsync(host, "/doc.bin")).Tag);
+
+        // A condition needs the tag: the request waits for the hash and is answered with it.
+        using (HttpResponseMessage other = await host.SendAsync(Transport.Http11, "/doc.bin", r => r.Headers.IfNoneMatch.Add(new EntityTagHeaderValue("\"x\""))))
+        {
+            Assert.Equal(HttpStatusCode.OK, other.StatusCode);
+            Assert.Equal(ExpectedTag(v1), other.Headers.ETag?.Tag);
+        }
+
+        // Known from then on, with nothing read again: every response carries it, as with the cache.
+        Assert.Equal(ExpectedTag(v1), (await GetAsync(host, "/doc.bin")).Tag);
+        using (HttpResponseMessage same = await host.SendAsync(Transport.H2c, "/doc.bin", r => r.Headers.IfNoneMatch.Add(new EntityTagHeaderValue(ExpectedTag(v1)))))
+        {
+            Assert.Equal(HttpStatusCode.NotModified, same.StatusCode);
+        }
+
+        // Same length, new bytes, the old modification time put back: the old tag no longer matches.
+        byte[] v2 = _files.Create("doc.bin", 200_000, seed: 2);
+        File.SetLastWriteTimeUtc(_files.PathOf("doc.bin"), modified);
+        using (HttpResponseMessage changed = await host.SendAsync(Transport.Http11, "/doc.bin", r => r.Headers.IfNoneMatch.Add(new EntityTagHeaderValue(ExpectedTag(v1)))))
+        {
+            Assert.Equal(HttpStatusCode.OK, changed.StatusCode);
+            Assert.Equal(v2, await changed.Content.ReadAsByteArrayAsync());
+            Assert.Equal(ExpectedTag(v2), changed.Headers.ETag?.Tag);
+        }
+
+        Assert.Equal(ExpectedTag(v2), (await GetAsync(host, "/doc.bin")).Tag);
+    }
+
     private static async Task<string?> EventualTagAsync(TestHost host, string path)
     {
         var result = await EventuallyAsync(host, path, r => r.Tag is not null);

@@ -4,6 +4,9 @@ using Microsoft.Win32.SafeHandles;
 
 namespace FastFiles.Tests.Files;
 
+// One at a time with the other suite that hashes files: both use the process's table of known hashes, which a test
+// here fills past its bound (forgetting what is done).
+[Collection("Known content hashes")]
 public sealed class ContentHashTests : IDisposable
 {
     private readonly string _path = Path.Combine(Path.GetTempPath(), $"fastfiles-hash-{Guid.NewGuid():N}.bin");
@@ -86,5 +89,104 @@ public sealed class ContentHashTests : IDisposable
         await hash.WhenReady();
         Assert.Null(hash.ETag);
         Assert.True(changed);
+    }
+
+    private FileStamp Write(byte[] bytes)
+    {
+        File.WriteAllBytes(_path, bytes);
+        using SafeFileHandle handle = FileVersion.OpenHandle(_path);
+        return FileStamp.FromHandle(handle);
+    }
+
+    [Fact]
+    public async Task Requests_without_a_cache_entry_share_one_hash_per_version_and_keep_it_once_done()
+    {
+        byte[] bytes = new byte[300_000];
+        new Random(11).NextBytes(bytes);
+        FileStamp stamp = Write(bytes);
+
+        ContentHash first = ContentHash.ForRequests(_path, stamp);
+        Assert.Same(first, ContentHash.ForRequests(_path, stamp));
+        Assert.True(await first.WhenNeededByAsync(CancellationToken.None));
+        Assert.Equal(ContentHash.Of(bytes).ETag, first.ETag);
+
+        // Done, and still the file's version: later requests are given the tag, with nothing to read.
+        ContentHash later = ContentHash.ForRequests(_path, stamp);
+        Assert.Same(first, later);
+        Assert.Equal(first.ETag, later.ETag);
+
+        // Written again with other bytes of the same length and its old modification time: another stamp (the change
+        // time moved), another hash.
+        DateTime modified = File.GetLastWriteTimeUtc(_path);
+        bytes[0] ^= 0xFF;
+        File.WriteAllBytes(_path, bytes);
+        File.SetLastWriteTimeUtc(_path, modified);
+        FileStamp next;
+        using (SafeFileHandle handle = FileVersion.OpenHandle(_path))
+        {
+            next = FileStamp.FromHandle(handle);
+        }
+
+        Assert.NotEqual(stamp, next);
+        ContentHash changed = ContentHash.ForRequests(_path, next);
+        Assert.NotSame(first, changed);
+        Assert.True(await changed.WhenNeededByAsync(CancellationToken.None));
+        Assert.Equal(ContentHash.Of(bytes).ETag, changed.ETag);
+        Assert.True(ContentHash.IsKnown(_path, changed));
+    }
+
+    [Fact]
+    public async Task A_hash_only_requests_wait_for_ends_when_the_last_of_them_leaves()
+    {
+        using (FileStream huge = File.Create(_path))
+        {
+            // Sparse: minutes to hash.
+            huge.SetLength(1L << 40);
+        }
+
+        FileStamp stamp;
+        using (SafeFileHandle handle = FileVersion.OpenHandle(_path))
+        {
+            stamp = FileStamp.FromHandle(handle);
+        }
+
+        ContentHash hash = ContentHash.ForRequests(_path, stamp);
+        using var firstLeaves = new CancellationTokenSource();
+        using var secondLeaves = new CancellationTokenSource();
+        Task<bool> first = hash.WhenNeededByAsync(firstLeaves.Token);
+        Task<bool> second = hash.WhenNeededByAsync(secondLeaves.Token);
+
+        // One leaves: the other still waits, and the hash goes on for it.
+        firstLeaves.Cancel();
+        Assert.False(await first);
+        Assert.False(second.IsCompleted);
+        Assert.Same(hash, ContentHash.ForRequests(_path, stamp));
+
+        // The last leaves: the hash stops without a tag, is forgotten, and the next request starts another.
+        secondLeaves.Cancel();
+        Assert.False(await second);
+        using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        await hash.WhenReady().WaitAsync(bound.Token);
+        Assert.Null(hash.ETag);
+        Assert.False(ContentHash.IsKnown(_path, hash));
+        ContentHash again = ContentHash.ForRequests(_path, stamp);
+        Assert.NotSame(hash, again);
+        Assert.True(ContentHash.IsKnown(_path, again));
+    }
+
+    [Fact]
+    public void Past_the_bound_versions_not_being_hashed_are_forgotten()
+    {
+        string prefix = _path + ".none/";
+        FileStamp stamp = FileStamp.FromTicks(1, DateTime.UtcNow.Ticks);
+        ContentHash oldest = ContentHash.ForRequests(prefix + "0", stamp);
+        for (int i = 1; i <= ContentHash.MaxKnown; i++)
+        {
+            _ = ContentHash.ForRequests(prefix + i, stamp);
+        }
+
+        Assert.False(ContentHash.IsKnown(prefix + "0", oldest));
+        ContentHash newest = ContentHash.ForRequests(prefix + "new", stamp);
+        Assert.True(ContentHash.IsKnown(prefix + "new", newest));
     }
 }
