@@ -230,7 +230,6 @@ internal sealed class ContentHash
         try
         {
             await WhenNeededAsync(requestAborted);
-            return true;
         }
         catch (OperationCanceledException) when (requestAborted.IsCancellationRequested)
         {
@@ -247,6 +246,25 @@ internal sealed class ContentHash
                 unwatched.Cancel();
             }
         }
+
+        // This request was given the hash before the last waiter left and stopped it (or joined just as it did): that
+        // says nothing of the version, so hash it again for this request rather than answer its condition with no tag.
+        // The tag is the version's, so this hash (the one the response reads) takes it.
+        if (unwatched is not null && _abandoned && ETag is null)
+        {
+            ContentHash again = ForRequests(_path!, _stamp);
+            if (!await again.WhenNeededByAsync(requestAborted))
+            {
+                return false;
+            }
+
+            if (again.ETag is { } etag)
+            {
+                Interlocked.CompareExchange(ref _etag, etag, null);
+            }
+        }
+
+        return true;
     }
 
     // The signal that a request waits, made by whichever side (a waiting request, the computation) comes first.

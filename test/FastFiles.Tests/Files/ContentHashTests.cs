@@ -174,6 +174,50 @@ public sealed class ContentHashTests : IDisposable
         Assert.True(ContentHash.IsKnown(_path, again));
     }
 
+    // A request given the shared hash just before the last waiting one left (ForRequests, then a condition to wait for)
+    // waits for a hash that was stopped for nobody: the version did not change, so its condition must still be
+    // compared with the real tag (an If-Match answered 412, an If-None-Match 200 without a tag, otherwise).
+    [Fact]
+    public async Task A_request_that_joins_as_the_last_waiter_leaves_still_gets_the_tag()
+    {
+        // Sparse: long enough to hash (a few hundred ms) that the first request leaves while it runs.
+        const long Length = 256L * 1024 * 1024;
+        using (FileStream file = File.Create(_path))
+        {
+            file.SetLength(Length);
+        }
+
+        FileStamp stamp;
+        using (SafeFileHandle handle = FileVersion.OpenHandle(_path))
+        {
+            stamp = FileStamp.FromHandle(handle);
+        }
+
+        ContentHash hash = ContentHash.ForRequests(_path, stamp);
+        using var firstLeaves = new CancellationTokenSource();
+        Task<bool> first = hash.WhenNeededByAsync(firstLeaves.Token);
+        ContentHash joined = ContentHash.ForRequests(_path, stamp);
+        Assert.Same(hash, joined);
+
+        firstLeaves.Cancel();
+        Assert.False(await first);
+        using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        Assert.True(await joined.WhenNeededByAsync(bound.Token));
+        Assert.Equal(ZerosTag(Length), joined.ETag);
+    }
+
+    private static string ZerosTag(long length)
+    {
+        using var sha = IncrementalHash.CreateHash(HashAlgorithmName.SHA256);
+        byte[] zeros = new byte[1024 * 1024];
+        for (long done = 0; done < length; done += zeros.Length)
+        {
+            sha.AppendData(zeros, 0, (int)Math.Min(zeros.Length, length - done));
+        }
+
+        return ContentHash.Format(sha.GetHashAndReset());
+    }
+
     [Fact]
     public void Past_the_bound_versions_not_being_hashed_are_forgotten()
     {
