@@ -57,6 +57,9 @@ internal sealed class ContentHash
     private int _waiters;
     private volatile bool _abandoned;
 
+    // Ended by cancellation (its cache stopped, or its last waiting request left), which says nothing of the version.
+    private volatile bool _stopped;
+
     // Set when a request waits for this tag: its computation then starts at once, not behind other files' in the gate.
     private TaskCompletionSource? _needed;
 
@@ -247,10 +250,11 @@ internal sealed class ContentHash
             }
         }
 
-        // This request was given the hash before the last waiter left and stopped it (or joined just as it did): that
-        // says nothing of the version, so hash it again for this request rather than answer its condition with no tag.
-        // The tag is the version's, so this hash (the one the response reads) takes it.
-        if (unwatched is not null && _abandoned && ETag is null)
+        // Stopped for someone else: this request was given a request-started hash before its last waiter left (or joined
+        // just as it did), or another host's cache that stopped. That says nothing of the version, so hash it again for
+        // this request rather than answer its condition with no tag. The tag is the version's, so this hash (the one
+        // the response reads) takes it.
+        if (_stopped && ETag is null)
         {
             ContentHash again = ForRequests(_path!, _stamp);
             if (!await again.WhenNeededByAsync(requestAborted))
@@ -369,7 +373,11 @@ internal sealed class ContentHash
         catch (Exception ex) when (ex is IOException or UnauthorizedAccessException or OperationCanceledException)
         {
             // Gone, unreadable, or the app is stopping: this version keeps no tag, and a changed file gets a new version.
-            if (ex is not OperationCanceledException)
+            if (ex is OperationCanceledException)
+            {
+                _stopped = true;
+            }
+            else
             {
                 _changed?.Invoke();
             }

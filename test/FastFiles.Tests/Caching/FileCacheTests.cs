@@ -61,6 +61,40 @@ public sealed class FileCacheTests : IDisposable
         Assert.True(read < 3L * Size, $"read {read / (1024 * 1024)} MiB to hash one {Size / (1024 * 1024)} MiB version");
     }
 
+    // A request with no entry of its own (another host's root over the same files, its cache off or its entry stale)
+    // joins a cache's running hash, and that cache stops (its host does) first: the version did not change, so the
+    // request still gets the tag (an If-Match was answered 412, an If-None-Match 200 without a tag).
+    [Fact]
+    public async Task A_request_waiting_for_another_caches_hash_gets_the_tag_when_that_cache_stops()
+    {
+        // Sparse: long enough to hash (a few hundred ms) that the cache stops while it runs.
+        const long Length = 256L * 1024 * 1024;
+        using (FileStream file = File.Create(Path.Combine(_root, "big.bin")))
+        {
+            file.SetLength(Length);
+        }
+
+        var options = new FastFilesOptions { MaxCachedFileSize = 64 * 1024 };
+        var cache = new FileCache(
+            new PhysicalFileSource(_root, followLinksOutsideRoot: false), string.Empty, options, new FastFilesMetrics(null), NullLogger.Instance, contentHashETags: true);
+        ContentHash joined;
+        Task<bool> waiting;
+        try
+        {
+            FileVersion version = cache.Build("/big.bin", "/big.bin", new FileResponseSettings(), precompressed: false)!.Identity;
+            joined = ContentHash.ForRequests(version.PhysicalPath!, version.Stamp);
+            Assert.Same(version.ContentHash, joined);
+            waiting = joined.WhenNeededByAsync(CancellationToken.None);
+        }
+        finally
+        {
+            cache.Dispose();
+        }
+
+        Assert.True(await waiting.WaitAsync(TimeSpan.FromSeconds(60)));
+        Assert.Equal(Files.ContentHashTests.ZerosTag(Length), joined.ETag);
+    }
+
     [Fact]
     public async Task A_version_hashed_before_its_entry_was_evicted_is_not_read_again()
     {

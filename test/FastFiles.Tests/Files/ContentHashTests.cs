@@ -206,7 +206,7 @@ public sealed class ContentHashTests : IDisposable
         Assert.Equal(ZerosTag(Length), joined.ETag);
     }
 
-    private static string ZerosTag(long length)
+    internal static string ZerosTag(long length)
     {
         using var sha = IncrementalHash.CreateHash(HashAlgorithmName.SHA256);
         byte[] zeros = new byte[1024 * 1024];
