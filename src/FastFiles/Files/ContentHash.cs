@@ -87,7 +87,11 @@ internal sealed class ContentHash
         _stopping = _unwatched.Token;
     }
 
-    /// <summary>The quoted entity tag, or <see langword="null"/> while it is not known (or the version changed while read).</summary>
+    /// <summary>
+    /// The quoted entity tag, or <see langword="null"/> while it is not known (or the version changed while read). A hash
+    /// stopped by cancellation may still take its version's tag later, from a request that hashed the version again
+    /// (<see cref="WhenNeededByAsync"/>).
+    /// </summary>
     public string? ETag => Volatile.Read(ref _etag);
 
     /// <summary>The tag of bytes already in memory.</summary>
