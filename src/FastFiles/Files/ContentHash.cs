@@ -40,6 +40,10 @@ internal sealed class ContentHash
     // hashed once is not read again while it stays the file's version.
     private static readonly ConcurrentDictionary<string, ContentHash> Known = new(StringComparer.Ordinal);
 
+    // Known's size, kept beside it: ConcurrentDictionary.Count takes every lock, and a first request for each file
+    // (without the cache) adds an entry.
+    private static int _knownCount;
+
     private readonly string? _path;
     private readonly FileStamp _stamp;
     private readonly CancellationToken _stopping;
@@ -144,13 +148,21 @@ internal sealed class ContentHash
             }
             else if (Known.TryAdd(path, mine))
             {
-                if (Known.Count > MaxKnown)
+                if (Interlocked.Increment(ref _knownCount) > MaxKnown)
                 {
                     Trim();
                 }
 
                 return mine;
             }
+        }
+    }
+
+    private static void Forget(KeyValuePair<string, ContentHash> pair)
+    {
+        if (Known.TryRemove(pair))
+        {
+            Interlocked.Decrement(ref _knownCount);
         }
     }
 
@@ -169,7 +181,7 @@ internal sealed class ContentHash
         {
             if (Volatile.Read(ref pair.Value._running) is not { IsCompleted: false })
             {
-                Known.TryRemove(pair);
+                Forget(pair);
             }
         }
     }
@@ -396,7 +408,7 @@ internal sealed class ContentHash
             neededEntered?.Release();
             if (ETag is null)
             {
-                Known.TryRemove(KeyValuePair.Create(_path!, this));
+                Forget(KeyValuePair.Create(_path!, this));
             }
 
             _gate = null;
