@@ -108,9 +108,10 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             return null;
         }
 
-        if (hash.ETag is null && wait)
+        // As a request waits (a hash stopped by someone else is done again), throwing when the caller gives up.
+        if (hash.ETag is null && wait && !await hash.WhenNeededByAsync(cancellationToken))
         {
-            await hash.WhenNeededAsync(cancellationToken);
+            cancellationToken.ThrowIfCancellationRequested();
         }
 
         return hash.ETag;
