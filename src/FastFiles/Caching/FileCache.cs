@@ -268,8 +268,9 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         if (!ReferenceEquals(known, hash))
         {
             // Another cache's, a request's, or this cache's own from before an eviction: its own callback drops only the
-            // entry it was started for, so if it ends without a tag (the file changed, its cache or its last waiting
-            // request stopped it) this entry goes too.
+            // entry it was started for, so if it ends without a tag (the file changed, its cache stopped) this entry goes
+            // too. One requests started runs on for this entry once they leave, until this cache stops.
+            known.Adopt(_stopping.Token);
             _ = known.WhenReady().ContinueWith(
                 _ =>
                 {

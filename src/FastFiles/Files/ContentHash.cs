@@ -61,6 +61,10 @@ internal sealed class ContentHash
     private int _waiters;
     private volatile bool _abandoned;
 
+    // A cache took it over (Adopt): it runs to its end, or until that cache stops, whoever waits.
+    private volatile bool _adopted;
+    private CancellationTokenRegistration _adoption;
+
     // Ended by cancellation (its cache stopped, or its last waiting request left), which says nothing of the version.
     private volatile bool _stopped;
 
@@ -166,6 +170,35 @@ internal sealed class ContentHash
         }
     }
 
+    /// <summary>
+    /// For a cache whose entry now holds this hash: if requests started it, it no longer stops when the last of them
+    /// leaves (the entry needs the tag), only when <paramref name="stopping"/> (the cache's) is cancelled.
+    /// </summary>
+    public void Adopt(CancellationToken stopping)
+    {
+        if (_unwatched is { } unwatched && !_abandoned)
+        {
+            _adopted = true;
+
+            // The latest cache to take it over stops it; the registration goes when the hash ends, so a long-lived
+            // cache's token does not keep every hash it ever took over.
+            CancellationTokenRegistration registration = stopping.UnsafeRegister(static s => ((CancellationTokenSource)s!).Cancel(), unwatched);
+            lock (unwatched)
+            {
+                _adoption.Dispose();
+                _adoption = registration;
+            }
+
+            if (Volatile.Read(ref _running) is { IsCompleted: true })
+            {
+                lock (unwatched)
+                {
+                    _adoption.Dispose();
+                }
+            }
+        }
+    }
+
     // Whether this hash gives (or will give) the tag of the version stamped so.
     private bool Serves(FileStamp stamp, bool startedOnly)
         => _stamp == stamp && !Failed && !_abandoned && (!startedOnly || Volatile.Read(ref _running) is not null);
@@ -259,7 +292,7 @@ internal sealed class ContentHash
             // The last request waiting for a hash only requests started leaves before it ends: nobody needs the file
             // read on (a client that asks and leaves must not buy a whole read of a large file). Later requests for the
             // version start a new hash (Share passes an abandoned one by).
-            if (unwatched is not null && Interlocked.Decrement(ref _waiters) == 0 && Volatile.Read(ref _running) is { IsCompleted: false })
+            if (unwatched is not null && Interlocked.Decrement(ref _waiters) == 0 && !_adopted && Volatile.Read(ref _running) is { IsCompleted: false })
             {
                 _abandoned = true;
                 unwatched.Cancel();
@@ -414,6 +447,13 @@ internal sealed class ContentHash
             _gate = null;
             _neededGate = null;
             _changed = null;
+            if (_unwatched is { } unwatched)
+            {
+                lock (unwatched)
+                {
+                    _adoption.Dispose();
+                }
+            }
         }
     }
 }

@@ -5,6 +5,7 @@ using FastFiles.Files;
 using FastFiles.Http;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Logging.Abstractions;
+using Microsoft.Win32.SafeHandles;
 
 namespace FastFiles.Tests.Caching;
 
@@ -93,6 +94,54 @@ public sealed class FileCacheTests : IDisposable
 
         Assert.True(await waiting.WaitAsync(TimeSpan.FromSeconds(60)));
         Assert.Equal(Files.ContentHashTests.ZerosTag(Length), joined.ETag);
+    }
+
+    [Fact]
+    public async Task A_cache_that_takes_over_a_hash_requests_started_keeps_it_running_when_they_leave()
+    {
+        string path = Path.Combine(_root, "huge.iso");
+        using (FileStream big = File.Create(path))
+        {
+            // Sparse: minutes to hash.
+            big.SetLength(16L * 1024 * 1024 * 1024);
+        }
+
+        FileStamp stamp;
+        using (SafeFileHandle handle = FileVersion.OpenHandle(path))
+        {
+            stamp = FileStamp.FromHandle(handle);
+        }
+
+        // A request with no cache entry (UseFastFiles with the cache off, FastResults) waits for the tag, then a cache
+        // builds the same version: it takes that hash.
+        ContentHash hash = ContentHash.ForRequests(path, stamp);
+        using var leaves = new CancellationTokenSource();
+        Task<bool> waiting = hash.WhenNeededByAsync(leaves.Token);
+        var cache = new FileCache(
+            new PhysicalFileSource(_root, followLinksOutsideRoot: false), string.Empty, new FastFilesOptions { MaxCachedFileSize = 64 * 1024 },
+            new FastFilesMetrics(null), NullLogger.Instance, contentHashETags: true);
+        try
+        {
+            CachedFile entry = cache.Build("/huge.iso", "/huge.iso", new FileResponseSettings(), precompressed: false)!;
+            Assert.Same(hash, entry.Identity.ContentHash);
+
+            // The request leaves: the entry still needs the tag, so the hash goes on and the entry stays.
+            leaves.Cancel();
+            Assert.False(await waiting);
+            Task done = hash.WhenReady();
+            Assert.NotSame(done, await Task.WhenAny(done, Task.Delay(500)));
+            Assert.True(cache.TryGet("/huge.iso", out CachedFile? still));
+            Assert.Same(entry, still);
+        }
+        finally
+        {
+            cache.Dispose();
+        }
+
+        // Its cache stopped: so does the hash.
+        using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        await hash.WhenReady().WaitAsync(bound.Token);
+        Assert.Null(hash.ETag);
     }
 
     [Fact]
