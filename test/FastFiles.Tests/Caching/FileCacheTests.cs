@@ -5,7 +5,6 @@ using FastFiles.Files;
 using FastFiles.Http;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Logging.Abstractions;
-using Microsoft.Win32.SafeHandles;
 
 namespace FastFiles.Tests.Caching;
 
@@ -106,11 +105,7 @@ public sealed class FileCacheTests : IDisposable
             big.SetLength(16L * 1024 * 1024 * 1024);
         }
 
-        FileStamp stamp;
-        using (SafeFileHandle handle = FileVersion.OpenHandle(path))
-        {
-            stamp = FileStamp.FromHandle(handle);
-        }
+        FileStamp stamp = FastFiles.Tests.Files.ContentHashTests.StampOf(path);
 
         // A request with no cache entry (UseFastFiles with the cache off, FastResults) waits for the tag, then a cache
         // builds the same version: it takes that hash.

@@ -74,11 +74,7 @@ public sealed class ContentHashTests : IDisposable
     public async Task A_background_hash_reports_a_change_and_never_a_tag_of_other_bytes()
     {
         File.WriteAllBytes(_path, new byte[100_000]);
-        FileStamp stamp;
-        using (SafeFileHandle handle = FileVersion.OpenHandle(_path))
-        {
-            stamp = FileStamp.FromHandle(handle);
-        }
+        FileStamp stamp = StampOf(_path);
 
         // Replaced by rename before the hash ran: another inode, so not the version asked for.
         string next = _path + ".next";
@@ -94,7 +90,13 @@ public sealed class ContentHashTests : IDisposable
     private FileStamp Write(byte[] bytes)
     {
         File.WriteAllBytes(_path, bytes);
-        using SafeFileHandle handle = FileVersion.OpenHandle(_path);
+        return StampOf(_path);
+    }
+
+    /// <summary>The stamp of the file at <paramref name="path"/> now.</summary>
+    internal static FileStamp StampOf(string path)
+    {
+        using SafeFileHandle handle = FileVersion.OpenHandle(path);
         return FileStamp.FromHandle(handle);
     }
 
@@ -121,11 +123,7 @@ public sealed class ContentHashTests : IDisposable
         bytes[0] ^= 0xFF;
         File.WriteAllBytes(_path, bytes);
         File.SetLastWriteTimeUtc(_path, modified);
-        FileStamp next;
-        using (SafeFileHandle handle = FileVersion.OpenHandle(_path))
-        {
-            next = FileStamp.FromHandle(handle);
-        }
+        FileStamp next = StampOf(_path);
 
         Assert.NotEqual(stamp, next);
         ContentHash changed = ContentHash.ForRequests(_path, next);
@@ -144,11 +142,7 @@ public sealed class ContentHashTests : IDisposable
             huge.SetLength(1L << 40);
         }
 
-        FileStamp stamp;
-        using (SafeFileHandle handle = FileVersion.OpenHandle(_path))
-        {
-            stamp = FileStamp.FromHandle(handle);
-        }
+        FileStamp stamp = StampOf(_path);
 
         ContentHash hash = ContentHash.ForRequests(_path, stamp);
         using var firstLeaves = new CancellationTokenSource();
@@ -187,11 +181,7 @@ public sealed class ContentHashTests : IDisposable
             file.SetLength(Length);
         }
 
-        FileStamp stamp;
-        using (SafeFileHandle handle = FileVersion.OpenHandle(_path))
-        {
-            stamp = FileStamp.FromHandle(handle);
-        }
+        FileStamp stamp = StampOf(_path);
 
         ContentHash hash = ContentHash.ForRequests(_path, stamp);
         using var firstLeaves = new CancellationTokenSource();
