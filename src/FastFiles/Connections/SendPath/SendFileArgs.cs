@@ -15,10 +15,7 @@ internal sealed class SendFileArgs : SocketAsyncEventArgs, IValueTaskSource<long
     public SendFileArgs()
         : base(unsafeSuppressExecutionContextFlow: true)
     {
-        // The body goes on where the completion arrives (a thread-pool thread, or the epoll thread with inline socket
-        // completions) rather than after one more hop to the pool: 0.83x the CPU per GB at 100 MiB x 256 connections
-        // (benchmarks/results/hole-wait-inline-2026-11-27). Cancellations arrive on the pool, never inside our calls.
-        _source.RunContinuationsAsynchronously = false;
+        _source.RunContinuationsAsynchronously = true;
     }
 
     /// <summary>Sends <paramref name="count"/> bytes of <paramref name="file"/> at <paramref name="offset"/>; the result is the bytes sent (fewer on failure, see <see cref="SocketAsyncEventArgs.SocketError"/>).</summary>
