@@ -65,6 +65,9 @@ internal sealed class ContentHash
     private volatile bool _adopted;
     private CancellationTokenRegistration _adoption;
 
+    // Set, under the lock on _unwatched, once the computation has ended: an adoption after that registers nothing.
+    private bool _ended;
+
     // Ended by cancellation (its cache stopped, or its last waiting request left), which says nothing of the version.
     private volatile bool _stopped;
 
@@ -187,11 +190,7 @@ internal sealed class ContentHash
             {
                 _adoption.Dispose();
                 _adoption = registration;
-            }
-
-            if (Volatile.Read(ref _running) is { IsCompleted: true })
-            {
-                lock (unwatched)
+                if (_ended)
                 {
                     _adoption.Dispose();
                 }
@@ -451,6 +450,7 @@ internal sealed class ContentHash
             {
                 lock (unwatched)
                 {
+                    _ended = true;
                     _adoption.Dispose();
                 }
             }
