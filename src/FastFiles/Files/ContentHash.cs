@@ -188,12 +188,14 @@ internal sealed class ContentHash
             CancellationTokenRegistration registration = stopping.UnsafeRegister(static s => ((CancellationTokenSource)s!).Cancel(), unwatched);
             lock (unwatched)
             {
-                _adoption.Dispose();
-                _adoption = registration;
                 if (_ended)
                 {
-                    _adoption.Dispose();
+                    registration.Dispose();
+                    return;
                 }
+
+                _adoption.Dispose();
+                _adoption = registration;
             }
         }
     }

@@ -129,15 +129,17 @@ public sealed class ContentHashAbortTests : IAsyncLifetime
         await Task.Delay(200);
     }
 
-    private async Task UntilClosedAsync(string name)
+    private Task UntilClosedAsync(string name) => UntilDescriptorsAsync(name, 0);
+
+    private async Task UntilDescriptorsAsync(string name, int count)
     {
         DateTime deadline = DateTime.UtcNow + Bound;
-        while (DescriptorsOf(name) > 0 && DateTime.UtcNow < deadline)
+        while (DescriptorsOf(name) != count && DateTime.UtcNow < deadline)
         {
-            await Task.Delay(50);
+            await Task.Delay(20);
         }
 
-        Assert.Equal(0, DescriptorsOf(name));
+        Assert.Equal(count, DescriptorsOf(name));
     }
 
     private void AssertNoErrors() => Assert.Empty(_logs.AtLeast(LogLevel.Error));
@@ -291,17 +293,6 @@ public sealed class ContentHashAbortTests : IAsyncLifetime
                 return true;
             },
             CancellationToken.None, TaskCreationOptions.LongRunning, TaskScheduler.Default);
-
-    private async Task UntilDescriptorsAsync(string name, int count)
-    {
-        DateTime deadline = DateTime.UtcNow + Bound;
-        while (DescriptorsOf(name) != count && DateTime.UtcNow < deadline)
-        {
-            await Task.Delay(20);
-        }
-
-        Assert.Equal(count, DescriptorsOf(name));
-    }
 
     [Fact]
     public async Task Waiters_leaving_a_background_hash_leave_it_running_for_the_others_and_later_requests()
