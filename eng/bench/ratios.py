@@ -22,13 +22,19 @@ def main() -> None:
             if a not in configs or b not in configs:
                 continue
             ra, rb = configs[a], configs[b]
-            rounds = range(min(len(ra), len(rb)))
+            # A round in which either served nothing (a failed run, logged by the harness) has no ratio.
+            rounds = [i for i in range(min(len(ra), len(rb))) if ra[i]["mbps"] > 0 and rb[i]["mbps"] > 0]
+            skipped = min(len(ra), len(rb)) - len(rounds)
+            if not rounds:
+                print(f"{workload:14} {a} / {b}: no round in which both served")
+                continue
             mbps = [ra[i]["mbps"] / rb[i]["mbps"] for i in rounds]
             cpu = [ra[i]["cpu_s_per_gib"] / rb[i]["cpu_s_per_gib"] for i in rounds
                    if ra[i].get("cpu_s_per_gib") and rb[i].get("cpu_s_per_gib")]
             cpu_median = f"{statistics.median(cpu):.2f}" if cpu else "-"
             print(f"{workload:14} {a} / {b}: MB/s x{statistics.median(mbps):.2f} [{' '.join(f'{x:.2f}' for x in mbps)}]"
-                  f"  CPU/GiB x{cpu_median} [{' '.join(f'{x:.2f}' for x in cpu)}]")
+                  f"  CPU/GiB x{cpu_median} [{' '.join(f'{x:.2f}' for x in cpu)}]"
+                  + (f"  ({skipped} round(s) without a ratio)" if skipped else ""))
 
 
 if __name__ == "__main__":
