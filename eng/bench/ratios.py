@@ -23,8 +23,9 @@ def main() -> None:
                 continue
             ra, rb = configs[a], configs[b]
             # A round in which either served nothing (a failed run, logged by the harness) has no ratio.
-            rounds = [i for i in range(min(len(ra), len(rb))) if ra[i]["mbps"] > 0 and rb[i]["mbps"] > 0]
-            skipped = min(len(ra), len(rb)) - len(rounds)
+            paired = min(len(ra), len(rb))
+            rounds = [i for i in range(paired) if ra[i]["mbps"] > 0 and rb[i]["mbps"] > 0]
+            skipped = paired - len(rounds)
             if not rounds:
                 print(f"{workload:14} {a} / {b}: no round in which both served")
                 continue
