@@ -9,8 +9,9 @@ using Microsoft.Extensions.Logging;
 namespace FastFiles.Connections;
 
 /// <summary>
-/// One public root handed to the static lane: its URL prefix, its own <see cref="FileCache"/> (built by the lane,
-/// independent of the app's pipeline), and the same <see cref="StaticFilePolicy"/> <c>UseFastFiles</c> applies.
+/// One public root handed to the static lane: its URL prefix, its <see cref="FileCache"/> (shared with a
+/// <c>UseFastFiles</c> over the same root and options object, else its own), and the same
+/// <see cref="StaticFilePolicy"/> <c>UseFastFiles</c> applies.
 /// </summary>
 internal sealed class StaticLaneRoot : IDisposable
 {
@@ -20,11 +21,12 @@ internal sealed class StaticLaneRoot : IDisposable
     private readonly bool _precompressed;
     private readonly bool _serverHeader;
     private readonly string? _defaultFile;
+    private readonly FileCacheLease _cache;
 
     public StaticLaneRoot(
         string physicalPath, string requestPath, bool followSymlinksOutsideRoot, bool precompressed, StaticFilePolicy policy,
         FastFilesOptions fastFiles, bool serverHeader, FastFilesMetrics metrics, ILogger logger, CompressionPolicy? compression = null,
-        string? defaultFile = null, bool contentHashETags = false)
+        string? defaultFile = null, bool contentHashETags = false, IServiceProvider? services = null, object? options = null)
     {
         string physical = Path.GetFullPath(physicalPath);
         if (!Directory.Exists(physical))
@@ -43,10 +45,19 @@ internal sealed class StaticLaneRoot : IDisposable
         _precompressed = precompressed;
         _serverHeader = serverHeader;
         _defaultFile = defaultFile;
-        Cache = new FileCache(new PhysicalFileSource(physical, followSymlinksOutsideRoot), _requestPath, fastFiles, metrics, logger, contentHashETags, compression);
+        FileCache Create(PhysicalFileSource source)
+            => new(source, _requestPath, fastFiles, metrics, logger, contentHashETags, compression);
+
+        // With the options object UseFastFiles has (the application's), the root shares UseFastFiles' cache: the lane
+        // never serves a dotfile, so it takes a middleware's cache only when that middleware serves none either.
+        _cache = options is null
+            ? new FileCacheLease(Create(new PhysicalFileSource(physical, followSymlinksOutsideRoot)), owner: null, default)
+            : SharedFileCaches.Acquire(services, new SharedFileCaches.Key(
+                Path.TrimEndingDirectorySeparator(physical), followSymlinksOutsideRoot, _requestPath, precompressed, contentHashETags,
+                ServeDotFiles: false, options, fastFiles), Create);
     }
 
-    public FileCache Cache { get; }
+    public FileCache Cache => _cache.Cache;
 
     /// <summary>
     /// The prebuilt responses for <paramref name="path"/> (the request's path bytes, ASCII), building the cache entry
@@ -121,7 +132,7 @@ internal sealed class StaticLaneRoot : IDisposable
         return false;
     }
 
-    public void Dispose() => Cache.Dispose();
+    public void Dispose() => _cache.Dispose();
 
     /// <summary>The responses built for an entry, which of its codings they cover, and whether every one carries its ETag.</summary>
     private sealed record Prebuilt(ContentCodings Available, StaticLaneResponse[] Responses, bool Tagged);

@@ -91,7 +91,7 @@ internal static class StaticLaneWiring
             roots.Add(new StaticLaneRoot(
                 physical, files.RequestPath.Value ?? string.Empty, files.FollowSymlinksOutsideRoot, files.EnablePrecompressedFiles,
                 files.CreatePolicy(), fastFiles, serverHeader, metrics, cacheLogger, files.CreateCompressionPolicy(fastFiles),
-                files.DefaultFileNames.Count > 0 ? files.DefaultFileNames[0] : null, files.EnableContentHashETags));
+                files.DefaultFileNames.Count > 0 ? files.DefaultFileNames[0] : null, files.EnableContentHashETags, services, files));
         }
 
         StaticLaneRoot[] built = [.. roots];

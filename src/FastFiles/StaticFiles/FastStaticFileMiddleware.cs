@@ -29,6 +29,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     private readonly FileResponder _responder;
     private readonly ILogger _logger;
     private readonly FileCache? _cache;
+    private readonly FileCacheLease? _cacheLease;
     private readonly string _requestPathValue;
     private readonly FastFilesFingerprinter? _fingerprinter;
 
@@ -57,9 +58,15 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         if (fast.EnableFileCache && _source is PhysicalFileSource physicalSource)
         {
             FastFilesMetrics metrics = FastFilesMetrics.For(services);
-            _cache = new FileCache(
-                physicalSource, _requestPathValue, fast, metrics, loggerFactory.CreateLogger("FastFiles.Caching"), _options.EnableContentHashETags,
-                _options.CreateCompressionPolicy(fast));
+            // Shared with a static lane root over the same root and options (the sample's setup): HTTP/2 requests and
+            // the lane's hand-offs reach this middleware for the files the lane holds, and one copy serves both.
+            var key = new SharedFileCaches.Key(
+                physicalSource.Root, _options.FollowSymlinksOutsideRoot, _requestPathValue, _options.EnablePrecompressedFiles,
+                _options.EnableContentHashETags, _options.ServeDotFiles, _options, fast);
+            _cacheLease = SharedFileCaches.Acquire(services, key, source => new FileCache(
+                source, _requestPathValue, fast, metrics, loggerFactory.CreateLogger("FastFiles.Caching"), _options.EnableContentHashETags,
+                _options.CreateCompressionPolicy(fast)));
+            _cache = _cacheLease.Cache;
             services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(Dispose);
             if (_options.EnableContentHashETags)
             {
@@ -78,7 +85,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     public void Dispose()
     {
         _fingerprinter?.Unregister(this);
-        _cache?.Dispose();
+        _cacheLease?.Dispose();
     }
 
     /// <summary>

@@ -60,11 +60,20 @@ public sealed partial class LaneHost : IAsyncDisposable
     /// <param name="files">The root's options, for the app and the lane alike.</param>
     /// <param name="plainLane">Connection middlewares put outside the lane on the plaintext lane endpoint (the send path).</param>
     /// <param name="settings">Configuration for the app (for example <c>AllowedHosts</c>).</param>
+    /// <param name="oneOptionsObject">
+    /// One options object for the app and both lanes, so all three share one file cache; otherwise each has its own.
+    /// </param>
     public static async Task<LaneHost> StartAsync(
         string root, Action<KestrelServerOptions>? kestrel = null, Func<string, FastStaticFileOptions>? files = null, Action<ListenOptions>? plainLane = null,
-        IEnumerable<KeyValuePair<string, string?>>? settings = null)
+        IEnumerable<KeyValuePair<string, string?>>? settings = null, bool oneOptionsObject = false)
     {
         files ??= FilesFor;
+        if (oneOptionsObject)
+        {
+            FastStaticFileOptions one = files(root);
+            files = _ => one;
+        }
+
         WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
         if (settings is not null)
         {

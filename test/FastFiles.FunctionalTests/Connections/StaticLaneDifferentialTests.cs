@@ -4,12 +4,35 @@ using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
+using FastFiles.Caching;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Options;
 
 namespace FastFiles.FunctionalTests.Connections;
 
 /// <summary>The differential corpus against a root with modification-time ETags.</summary>
 public sealed class StaticLaneDifferentialTests(StaticLaneDifferentialTestsBase.Fixture fixture)
     : StaticLaneDifferentialTestsBase(fixture), IClassFixture<StaticLaneDifferentialTestsBase.Fixture>;
+
+/// <summary>
+/// The differential corpus with one options object for the app and both lanes, as the sample wires them: the lanes and
+/// <c>UseFastFiles</c> share one file cache, so each answers from entries the other built (in any order the corpus
+/// reaches them), with the send path outside the plaintext lane.
+/// </summary>
+public sealed class StaticLaneSharedCacheDifferentialTests(StaticLaneSharedCacheDifferentialTests.SharedCacheFixture fixture)
+    : StaticLaneDifferentialTestsBase(fixture), IClassFixture<StaticLaneSharedCacheDifferentialTests.SharedCacheFixture>
+{
+    public sealed class SharedCacheFixture : Fixture
+    {
+        protected override bool ShareCache => true;
+
+        protected override Action<ListenOptions>? PlainLane => l => l.UseZeroCopySendFile(o => o.RecentWriteWindow = TimeSpan.Zero);
+    }
+
+    [Fact]
+    public void TheAppAndTheLanesHoldOneCache()
+        => Assert.Single(Shared.Host.Services.GetRequiredService<IOptions<SharedFileCaches>>().Value.Held());
+}
 
 /// <summary>
 /// The differential corpus against a root with <c>EnableContentHashETags</c>: the lane's prebuilt responses carry the
@@ -98,7 +121,7 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
 
             File.SetLastWriteTimeUtc(Files.PathOf("page.js.gz"), Modified.AddSeconds(1));
             File.SetLastWriteTimeUtc(Files.PathOf("page.js.br"), Modified.AddSeconds(1));
-            Host = await LaneHost.StartAsync(Files.Root, Kestrel, files: FilesFor, plainLane: PlainLane, settings: Settings);
+            Host = await LaneHost.StartAsync(Files.Root, Kestrel, files: FilesFor, plainLane: PlainLane, settings: Settings, oneOptionsObject: ShareCache);
 
             // A large file's content hash is computed in the background, by each cache on its own: the corpus starts
             // once both the app and the lane send it, so no response depends on which finished first.
@@ -140,6 +163,9 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
 
         /// <summary>Server options (limits); Kestrel's defaults unless overridden.</summary>
         public virtual Action<KestrelServerOptions>? Kestrel => null;
+
+        /// <summary>Whether the app and the lanes are given one options object (and so share one file cache).</summary>
+        protected virtual bool ShareCache => false;
 
         /// <summary>The app's configuration (AllowedHosts); none unless overridden.</summary>
         protected virtual IEnumerable<KeyValuePair<string, string?>>? Settings => null;
