@@ -35,7 +35,7 @@ public sealed class SharedCacheTests
 
         public IMeterFactory Meters => Web.Services.GetRequiredService<IMeterFactory>();
 
-        public static async Task<App> StartAsync(string root, bool addFastFiles, bool serveDotFiles = false)
+        public static async Task<App> StartAsync(string root, bool addFastFiles, bool serveDotFiles = false, string defaultFile = "index.html")
         {
             WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
             if (addFastFiles)
@@ -48,6 +48,7 @@ public sealed class SharedCacheTests
             {
                 o.FileProvider = new PhysicalFileProvider(root);
                 o.ServeDotFiles = serveDotFiles;
+                o.DefaultFileNames = [defaultFile];
             });
             builder.Services.ConfigureStaticLane(lane => lane.Roots.Add(new StaticLaneRootOptions()));
             builder.WebHost.ConfigureKestrel(k =>
@@ -130,7 +131,8 @@ public sealed class SharedCacheTests
             Assert.Equal(v2, fromLane.Body);
             (HttpStatusCode, byte[] Body) fromH2 = await app.GetH2Async("/page.bin");
             Assert.Equal(v2, fromH2.Body);
-            Assert.Equal(9000, cache.BytesHeld);
+            // The old bytes went with their entry; a late change notification may drop the new one too, never add a copy.
+            Assert.InRange(cache.BytesHeld, 0, 9000);
         }
 
         // Both users let go when the app stops: the cache is disposed and holds nothing.
@@ -142,22 +144,24 @@ public sealed class SharedCacheTests
     public async Task UseFastFiles_that_serves_dotfiles_keeps_its_own_cache_and_the_lane_still_hands_dotfiles_off()
     {
         using var files = new TestFiles();
-        byte[] hidden = files.Create(".hidden.txt", 500, seed: 3);
+        // The lane's parser hands any "/." path to Kestrel before a lookup; a directory whose default file is a dotfile
+        // is the one request for a dotfile that reaches the lane's cache lookup, under the directory's path.
+        byte[] index = files.Create(".index.html", 500, seed: 3);
         byte[] page = files.Create("page.txt", 600, seed: 4);
-        App app = await App.StartAsync(files.Root, addFastFiles: true, serveDotFiles: true);
+        App app = await App.StartAsync(files.Root, addFastFiles: true, serveDotFiles: true, defaultFile: ".index.html");
         await using (app)
         {
             using var lane = new InstrumentRecorder(app.Meters, "fastfiles.lane.requests");
 
-            // UseFastFiles caches the dotfile; the lane must not find it there.
-            (HttpStatusCode status, byte[] body) = await app.GetH2Async("/.hidden.txt");
+            // UseFastFiles caches "/" as its dotfile default file; the lane must not find that entry.
+            (HttpStatusCode status, byte[] body) = await app.GetH2Async("/");
             Assert.Equal(HttpStatusCode.OK, status);
-            Assert.Equal(hidden, body);
+            Assert.Equal(index, body);
             Assert.Equal(1, app.AppRequests);
 
-            RawResponse viaLaneEndpoint = await RawHttp.SendAsync(app.Lane, "/.hidden.txt");
+            RawResponse viaLaneEndpoint = await RawHttp.SendAsync(app.Lane, "/");
             Assert.Equal(200, viaLaneEndpoint.Status);
-            Assert.Equal(hidden, viaLaneEndpoint.Body);
+            Assert.Equal(index, viaLaneEndpoint.Body);
             Assert.Equal(2, app.AppRequests);   // handed off to the app, which serves dotfiles here
             Assert.Equal(0, lane.Total);
 

@@ -17,7 +17,8 @@ public sealed class StaticLaneDifferentialTests(StaticLaneDifferentialTestsBase.
 /// <summary>
 /// The differential corpus with one options object for the app and both lanes, as the sample wires them: the lanes and
 /// <c>UseFastFiles</c> share one file cache, so each answers from entries the other built (in any order the corpus
-/// reaches them), with the send path outside the plaintext lane.
+/// reaches them), with the send path outside the plaintext lane. An entry built wrongly would look the same on both sides
+/// here, so the classes with a cache of the lane's own stay the reference for how entries are built.
 /// </summary>
 public sealed class StaticLaneSharedCacheDifferentialTests(StaticLaneSharedCacheDifferentialTests.SharedCacheFixture fixture)
     : StaticLaneDifferentialTestsBase(fixture), IClassFixture<StaticLaneSharedCacheDifferentialTests.SharedCacheFixture>

@@ -47,9 +47,12 @@ public sealed class SharedFileCachesTests : IDisposable
     [Fact]
     public void Same_root_and_options_share_one_cache_until_the_last_user_leaves()
     {
-        FileCacheLease first = Acquire(KeyFor(_root));
-        // The same folder spelled with a trailing separator is the same root once normalized by the callers.
-        FileCacheLease second = Acquire(KeyFor(Path.TrimEndingDirectorySeparator(_root + Path.DirectorySeparatorChar)));
+        // The same folder as UseFastFiles names it (a PhysicalFileProvider's root ends with a separator; the middleware
+        // keys by its PhysicalFileSource's root) and as a lane root may spell it: both normalize to one key.
+        string fromProvider = new PhysicalFileSource(new Microsoft.Extensions.FileProviders.PhysicalFileProvider(_root).Root, false).Root;
+        string fromLane = Path.TrimEndingDirectorySeparator(Path.GetFullPath(Path.Combine(_root, ".") + Path.DirectorySeparatorChar));
+        FileCacheLease first = Acquire(KeyFor(fromProvider));
+        FileCacheLease second = Acquire(KeyFor(fromLane));
         Assert.Same(first.Cache, second.Cache);
         Assert.Equal(1, _made);
         Assert.Single(Registry.Held());
