@@ -16,11 +16,12 @@ internal sealed class SharedFileCaches
 
     /// <summary>
     /// What makes two users' entries interchangeable: the same root (its normalized path and symlink policy), the same
-    /// URL prefix (entries are keyed by request path), the same options objects, compared by reference (neither type
-    /// overrides <see cref="object.Equals(object)"/>; equal values in two objects could still change apart), from which both
-    /// derive the entries' headers, sidecars, compression and validators, and the same answer on dotfiles: a user finds
-    /// entries by path before its own checks, so it must never find one that those checks would have refused (the lane
-    /// serves no dotfiles; a middleware with <c>ServeDotFiles</c> keeps a cache of its own).
+    /// URL prefix (entries are keyed by request path), the same options objects, from which both derive the entries'
+    /// headers, sidecars, compression and validators, and the same answer on dotfiles: a user finds entries by path
+    /// before its own checks, so it must never find one that those checks would have refused (the lane serves no
+    /// dotfiles; a middleware with <c>ServeDotFiles</c> keeps a cache of its own). Options objects compare by reference:
+    /// neither type overrides <see cref="object.Equals(object)"/>, and equal values in two objects could still change
+    /// apart.
     /// </summary>
     internal readonly record struct Key(
         string Root, bool FollowSymlinksOutsideRoot, string RequestPath, bool Precompressed, bool ContentHashETags, bool ServeDotFiles,
