@@ -1,4 +1,3 @@
-using FastFiles.Files;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Options;
 
@@ -39,21 +38,19 @@ internal sealed class SharedFileCaches
     /// <paramref name="create"/> by its first user; without a container that carries options, a cache of the caller's
     /// own. The cache is disposed when the last lease is.
     /// </summary>
-    public static FileCacheLease Acquire(IServiceProvider? services, Key key, Func<PhysicalFileSource, FileCache> create)
+    public static FileCacheLease Acquire(IServiceProvider? services, Key key, Func<FileCache> create)
     {
         SharedFileCaches? shared = services?.GetService<IOptions<SharedFileCaches>>()?.Value;
-        return shared is null
-            ? new FileCacheLease(create(new PhysicalFileSource(key.Root, key.FollowSymlinksOutsideRoot)), owner: null, key)
-            : shared.Acquire(key, create);
+        return shared is null ? FileCacheLease.Own(create()) : shared.Acquire(key, create);
     }
 
-    private FileCacheLease Acquire(Key key, Func<PhysicalFileSource, FileCache> create)
+    private FileCacheLease Acquire(Key key, Func<FileCache> create)
     {
         lock (_caches)
         {
             if (!_caches.TryGetValue(key, out Shared? entry))
             {
-                entry = new Shared(create(new PhysicalFileSource(key.Root, key.FollowSymlinksOutsideRoot)));
+                entry = new Shared(create());
                 _caches.Add(key, entry);
             }
 
@@ -102,6 +99,9 @@ internal sealed class FileCacheLease : IDisposable
     }
 
     public FileCache Cache { get; }
+
+    /// <summary>A cache nobody shares: the lease disposes it.</summary>
+    public static FileCacheLease Own(FileCache cache) => new(cache, owner: null, default);
 
     public void Dispose()
     {

@@ -45,13 +45,13 @@ internal sealed class StaticLaneRoot : IDisposable
         _precompressed = precompressed;
         _serverHeader = serverHeader;
         _defaultFile = defaultFile;
-        FileCache Create(PhysicalFileSource source)
-            => new(source, _requestPath, fastFiles, metrics, logger, contentHashETags, compression);
+        FileCache Create()
+            => new(new PhysicalFileSource(physical, followSymlinksOutsideRoot), _requestPath, fastFiles, metrics, logger, contentHashETags, compression);
 
         // With the options object UseFastFiles has (the application's), the root shares UseFastFiles' cache: the lane
         // never serves a dotfile, so it takes a middleware's cache only when that middleware serves none either.
         _cache = options is null
-            ? new FileCacheLease(Create(new PhysicalFileSource(physical, followSymlinksOutsideRoot)), owner: null, default)
+            ? FileCacheLease.Own(Create())
             : SharedFileCaches.Acquire(services, new SharedFileCaches.Key(
                 Path.TrimEndingDirectorySeparator(physical), followSymlinksOutsideRoot, _requestPath, precompressed, contentHashETags,
                 ServeDotFiles: false, options, fastFiles), Create);

@@ -1,8 +1,5 @@
-using System.Runtime.CompilerServices;
 using FastFiles.Responses;
 using Microsoft.AspNetCore.Builder;
-using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Options;
 
 namespace FastFiles.Hosting;
 
@@ -40,15 +37,8 @@ internal static class FastFilesConfiguration
         return options;
     }
 
-    // Without AddFastFiles, one binding per container: UseFastFiles() and a lane root left to the application's options
+    // One binding per container, as FastFilesOptions: UseFastFiles() and a lane root left to the application's options
     // then hold the same object, which is what lets them share one file cache (SharedFileCaches).
-    // Keyed by the container's singleton IOptions<> (as FastFilesOptionsSource keys its own), else the provider itself.
-    private static readonly ConditionalWeakTable<object, FastStaticFileOptions> StaticFiles = [];
-
     public static FastStaticFileOptions StaticFileOptions(IServiceProvider services)
-        => FastFilesOptionsSource.IsRegistered(services)
-            ? FastFilesOptionsSource.Resolve<FastStaticFileOptions>(services, StaticFilesSectionName)
-            : StaticFiles.GetValue(
-                services.GetService<IOptions<FastStaticFileOptions>>() ?? (object)services,
-                _ => FastFilesOptionsSource.Resolve<FastStaticFileOptions>(services, StaticFilesSectionName));
+        => FastFilesOptionsSource.Bound<FastStaticFileOptions>(services, StaticFilesSectionName);
 }

@@ -15,22 +15,33 @@ internal static class FastFilesOptionsSource
 {
     public const string SectionName = "FastFiles";
 
-    // One resolution per container, keyed by its singleton IOptions<FastFilesOptions> so that a request's scoped
-    // provider (results run with RequestServices) finds the app's entry: every UseFastSendFile, UseFastFiles,
-    // WithFastFiles and FastResults of an app shares it.
-    private static readonly ConditionalWeakTable<object, FastFilesOptions> Resolved = [];
-
     public static bool IsRegistered(IServiceProvider services) => services.GetService<Registration>() is not null;
 
-    public static FastFilesOptions FastFilesOptions(IServiceProvider services)
+    public static FastFilesOptions FastFilesOptions(IServiceProvider services) => Bound<FastFilesOptions>(services, SectionName);
+
+    /// <summary>
+    /// <see cref="Resolve"/>, once per container: every caller of one app gets the same object (every UseFastSendFile,
+    /// UseFastFiles, WithFastFiles and FastResults shares one <c>FastFilesOptions</c>; UseFastFiles()
+    /// and a lane root left to the application's options share one FastStaticFileOptions, and so one file cache).
+    /// </summary>
+    public static T Bound<T>(IServiceProvider services, string section)
+        where T : class
     {
-        object key = services.GetService<IOptions<FastFilesOptions>>() ?? (object)services;
-        if (Resolved.TryGetValue(key, out FastFilesOptions? options))
+        // Keyed by the container's singleton IOptions<T> so that a request's scoped provider (results run with
+        // RequestServices) finds the app's entry.
+        object key = services.GetService<IOptions<T>>() ?? (object)services;
+        if (Memo<T>.Resolved.TryGetValue(key, out T? options))
         {
             return options;
         }
 
-        return Resolved.GetValue(key, _ => Resolve<FastFilesOptions>(services, SectionName));
+        return Memo<T>.Resolved.GetValue(key, _ => Resolve<T>(services, section));
+    }
+
+    private static class Memo<T>
+        where T : class
+    {
+        public static readonly ConditionalWeakTable<object, T> Resolved = [];
     }
 
     public static T Resolve<T>(IServiceProvider services, string section)

@@ -63,8 +63,8 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             var key = new SharedFileCaches.Key(
                 physicalSource.Root, _options.FollowSymlinksOutsideRoot, _requestPathValue, _options.EnablePrecompressedFiles,
                 _options.EnableContentHashETags, _options.ServeDotFiles, _options, fast);
-            _cacheLease = SharedFileCaches.Acquire(services, key, source => new FileCache(
-                source, _requestPathValue, fast, metrics, loggerFactory.CreateLogger("FastFiles.Caching"), _options.EnableContentHashETags,
+            _cacheLease = SharedFileCaches.Acquire(services, key, () => new FileCache(
+                physicalSource, _requestPathValue, fast, metrics, loggerFactory.CreateLogger("FastFiles.Caching"), _options.EnableContentHashETags,
                 _options.CreateCompressionPolicy(fast)));
             _cache = _cacheLease.Cache;
             services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(Dispose);

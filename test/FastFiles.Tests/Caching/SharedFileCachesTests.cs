@@ -35,10 +35,10 @@ public sealed class SharedFileCachesTests : IDisposable
         => new(root, FollowSymlinksOutsideRoot: false, "/static", Precompressed: false, ContentHashETags: false, dotFiles, files ?? _files, _fast);
 
     private FileCacheLease Acquire(SharedFileCaches.Key key, IServiceProvider? services = null)
-        => SharedFileCaches.Acquire(services ?? _services, key, source =>
+        => SharedFileCaches.Acquire(services ?? _services, key, () =>
         {
             Interlocked.Increment(ref _made);
-            return new FileCache(source, "/static", _fast, new FastFilesMetrics(null), NullLogger.Instance);
+            return new FileCache(new PhysicalFileSource(key.Root, false), "/static", _fast, new FastFilesMetrics(null), NullLogger.Instance);
         });
 
     private static CachedFile Build(FileCache cache)
