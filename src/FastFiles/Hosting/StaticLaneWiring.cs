@@ -76,33 +76,47 @@ internal static class StaticLaneWiring
         ILogger cacheLogger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Caching") ?? NullLogger.Instance;
         FastFilesMetrics metrics = FastFilesMetrics.For(services);
         var roots = new List<StaticLaneRoot>();
-        foreach (StaticLaneRootOptions root in lane.Roots)
+        try
         {
-            FastStaticFileOptions files = root.Files ?? (appFiles ??= FastFilesConfiguration.StaticFileOptions(services));
-            if (files.OnPrepareResponse is not null)
+            foreach (StaticLaneRootOptions root in lane.Roots)
             {
-                throw new InvalidOperationException("A static lane root cannot use OnPrepareResponse: lane responses never run application code.");
+                FastStaticFileOptions files = root.Files ?? (appFiles ??= FastFilesConfiguration.StaticFileOptions(services));
+                if (files.OnPrepareResponse is not null)
+                {
+                    throw new InvalidOperationException("A static lane root cannot use OnPrepareResponse: lane responses never run application code.");
+                }
+
+                string physical = root.PhysicalPath
+                    ?? (files.FileProvider as PhysicalFileProvider)?.Root
+                    ?? (files.FileProvider is null ? services.GetService<IWebHostEnvironment>()?.WebRootPath : null)
+                    ?? throw new InvalidOperationException("A static lane root needs a PhysicalPath (or a PhysicalFileProvider, or a web root).");
+                roots.Add(new StaticLaneRoot(
+                    physical, files.RequestPath.Value ?? string.Empty, files.FollowSymlinksOutsideRoot, files.EnablePrecompressedFiles,
+                    files.CreatePolicy(), fastFiles, serverHeader, metrics, cacheLogger, files.CreateCompressionPolicy(fastFiles),
+                    files.DefaultFileNames.Count > 0 ? files.DefaultFileNames[0] : null, files.EnableContentHashETags, services, files));
+            }
+        }
+        catch
+        {
+            // The endpoint fails to bind and the host to start, so nothing stops the roots already built: give back
+            // their caches (watchers and kept descriptors), shared ones included.
+            foreach (StaticLaneRoot built in roots)
+            {
+                built.Dispose();
             }
 
-            string physical = root.PhysicalPath
-                ?? (files.FileProvider as PhysicalFileProvider)?.Root
-                ?? (files.FileProvider is null ? services.GetService<IWebHostEnvironment>()?.WebRootPath : null)
-                ?? throw new InvalidOperationException("A static lane root needs a PhysicalPath (or a PhysicalFileProvider, or a web root).");
-            roots.Add(new StaticLaneRoot(
-                physical, files.RequestPath.Value ?? string.Empty, files.FollowSymlinksOutsideRoot, files.EnablePrecompressedFiles,
-                files.CreatePolicy(), fastFiles, serverHeader, metrics, cacheLogger, files.CreateCompressionPolicy(fastFiles),
-                files.DefaultFileNames.Count > 0 ? files.DefaultFileNames[0] : null, files.EnableContentHashETags, services, files));
+            throw;
         }
 
-        StaticLaneRoot[] built = [.. roots];
+        StaticLaneRoot[] all = [.. roots];
         services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(() =>
         {
-            foreach (StaticLaneRoot root in built)
+            foreach (StaticLaneRoot root in all)
             {
                 root.Dispose();
             }
         });
-        return built;
+        return all;
     }
 }
 

@@ -171,4 +171,28 @@ public sealed class SharedCacheTests
             Assert.Equal(2, app.Caches.Held().Length);
         }
     }
+    [Fact]
+    public async Task A_lane_whose_later_root_fails_gives_back_the_cache_its_earlier_root_took()
+    {
+        using var files = new TestFiles();
+        files.Create("page.txt", 100, seed: 5);
+        string missing = Path.Combine(files.Root, "not-there");
+        WebApplicationBuilder builder = CodeEndpoints.CreateBuilder();
+        builder.Services.AddFastFiles();
+        builder.Services.ConfigureFastStaticFiles(o => o.FileProvider = new PhysicalFileProvider(files.Root));
+        builder.Services.ConfigureStaticLane(lane =>
+        {
+            lane.Roots.Add(new StaticLaneRootOptions());   // shares the application's cache key
+            lane.Roots.Add(new StaticLaneRootOptions { PhysicalPath = missing, Files = new FastStaticFileOptions { RequestPath = "/other" } });
+        });
+        builder.WebHost.ConfigureKestrel(k => k.Listen(IPAddress.Loopback, 0, l => l.UseStaticLane()));
+        await using WebApplication web = builder.Build();
+
+        // The second root stops the endpoint from binding, and so the host from starting.
+        Exception failed = await Assert.ThrowsAnyAsync<Exception>(() => web.StartAsync());
+        Assert.Contains("not-there", failed.ToString(), StringComparison.Ordinal);
+
+        // Nothing will stop the first root: it must have let go of the shared cache already.
+        Assert.Empty(web.Services.GetRequiredService<IOptions<SharedFileCaches>>().Value.Held());
+    }
 }
