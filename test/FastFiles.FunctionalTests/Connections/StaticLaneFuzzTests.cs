@@ -499,6 +499,12 @@ public abstract partial class StaticLaneFuzzTestsBase(StaticLaneDifferentialTest
                 // One line's CRLF becomes a bare LF, a bare CR, or something near CRLF.
                 string[] endings = ["\n", "\r", "\r\r\n", "\n\r", " \r\n", "\r\n ", "\r\0\n"];
                 int[] at = [.. Enumerable.Range(0, request.Length - 1).Where(i => request[i] == '\r' && request[i + 1] == '\n')];
+                if (at.Length == 0)
+                {
+                    // Every CRLF of a short request is already gone.
+                    break;
+                }
+
                 int pick = at[random.Next(at.Length)];
                 request = request[..pick] + endings[random.Next(endings.Length)] + request[(pick + 2)..];
             }
