@@ -116,6 +116,10 @@ internal sealed class StaticLaneConnectionMiddleware
 
         // The length of that request's line once StaticLaneParser.AwaitsRest has found it plain (0 before).
         int acceptedLine = 0;
+
+        // Whether the lane has answered a request on this connection, which Kestrel then never counts (see Http2Preface).
+        bool answered = false;
+        bool plaintext = context.Features.Get<ITlsHandshakeFeature>() is null;
         try
         {
             while (true)
@@ -162,6 +166,7 @@ internal sealed class StaticLaneConnectionMiddleware
                     consumed = rest.GetPosition(length);
                     unflushed += written;
                     served++;
+                    answered = true;
                     if (file.Handle is not null)
                     {
                         // A body from disk: what is written so far, then the file, straight to the socket. Its request
@@ -206,6 +211,23 @@ internal sealed class StaticLaneConnectionMiddleware
                             input.AdvanceTo(consumed);
                             return;
                         }
+                    }
+                }
+
+                if (unhandled && reason == HandOffReason.Method && answered && plaintext && !connection.CloseRequested)
+                {
+                    switch (Http2Preface(buffer.Slice(consumed)))
+                    {
+                        case PrefaceMatch.Partial:
+                            // It may still be one: wait for its whole line before deciding.
+                            reason = HandOffReason.Partial;
+                            break;
+                        case PrefaceMatch.Whole:
+                            unflushed += WriteVersionNotSupported(output);
+                            Log.LaneAnsweredHttp2Preface(_logger, context.ConnectionId);
+                            unhandled = false;
+                            close = true;
+                            break;
                     }
                 }
 
@@ -556,6 +578,45 @@ internal sealed class StaticLaneConnectionMiddleware
 
     // The rest of a request did not come within RequestHeadersTimeout from its first bytes: Kestrel's answer, a 408 that
     // closes the connection (RFC 9110 15.5.9), then the lane closes. Not on graceful shutdown, where Kestrel says nothing.
+    // The request line of the HTTP/2 connection preface (RFC 9113 3.4).
+    private static ReadOnlySpan<byte> PrefaceLine => "PRI * HTTP/2.0\r\n"u8;
+
+    private enum PrefaceMatch
+    {
+        None,
+        Partial,
+        Whole,
+    }
+
+    /// <summary>
+    /// Whether the next request starts with the HTTP/2 preface's request line. Kestrel answers that line with an HTTP/2
+    /// GOAWAY (HTTP_1_1_REQUIRED) only as the first request it parses on a plaintext connection, and with
+    /// "505 HTTP Version Not Supported" after others (Http1Connection.DetectHttp2Preface). Handed off after requests the
+    /// lane answered, it would be Kestrel's first, so the lane gives the 505 Kestrel alone gives.
+    /// </summary>
+    private static PrefaceMatch Http2Preface(ReadOnlySequence<byte> next)
+    {
+        Span<byte> start = stackalloc byte[16];
+        int length = (int)Math.Min(next.Length, start.Length);
+        next.Slice(0, length).CopyTo(start);
+        return !PrefaceLine.StartsWith(start[..length]) ? PrefaceMatch.None
+            : length < PrefaceLine.Length ? PrefaceMatch.Partial
+            : PrefaceMatch.Whole;
+    }
+
+    // Kestrel's answer to a request line with an unknown version (RequestRejectionReason.UnrecognizedHTTPVersion).
+    private int WriteVersionNotSupported(PipeWriter output)
+    {
+        ReadOnlySpan<byte> head = "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n"u8;
+        ReadOnlySpan<byte> date = StaticLaneDate.Line;
+        ReadOnlySpan<byte> server = _serverHeader ? "Server: Kestrel\r\n"u8 : default;
+        output.Write(head);
+        output.Write(date);
+        output.Write(server);
+        output.Write("\r\n"u8);
+        return head.Length + date.Length + server.Length + 2;
+    }
+
     private async ValueTask AnswerHeadersTimeoutAsync(PipeWriter output, LaneConnection connection, int partialReads)
     {
         if (partialReads == 0 || !connection.TimedOut || connection.CloseRequested)

@@ -43,6 +43,9 @@ internal static partial class Log
     [LoggerMessage(4022, LogLevel.Debug, "Endpoint {Endpoint}: static lane on for {RootCount} root(s).", EventName = "LaneEnabled")]
     public static partial void LaneEnabled(ILogger logger, string endpoint, int rootCount);
 
+    [LoggerMessage(4026, LogLevel.Debug, "Connection {ConnectionId}: after requests the static lane answered, the client sent the HTTP/2 preface; answered 505 and closed, as Kestrel does.", EventName = "LaneAnsweredHttp2Preface")]
+    public static partial void LaneAnsweredHttp2Preface(ILogger logger, string connectionId);
+
     [LoggerMessage(4025, LogLevel.Warning, "Endpoint {Endpoint}: static lane off, because the endpoint also serves HTTP/3 and Kestrel announces it (Alt-Svc) on every HTTP/1.1 response, which lane responses do not carry. Set ListenOptions.DisableAltSvcHeader, or serve HTTP/3 from another endpoint, to have the lane.", EventName = "LaneOffForAltSvc")]
     public static partial void LaneOffForAltSvc(ILogger logger, string endpoint);
 }
