@@ -214,13 +214,16 @@ internal sealed class StaticLaneConnectionMiddleware
                     }
                 }
 
+                bool prefacePending = false;
                 if (unhandled && reason == HandOffReason.Method && answered && plaintext && !connection.CloseRequested)
                 {
                     switch (Http2Preface(buffer.Slice(consumed)))
                     {
                         case PrefaceMatch.Partial:
-                            // It may still be one: wait for its whole line before deciding.
+                            // It may still be one: wait for its whole line (at most 15 bytes, under the header deadline)
+                            // however many reads it takes, since only the lane can answer it as Kestrel alone would.
                             reason = HandOffReason.Partial;
+                            prefacePending = true;
                             break;
                         case PrefaceMatch.Whole:
                             unflushed += WriteVersionNotSupported(output);
@@ -246,7 +249,7 @@ internal sealed class StaticLaneConnectionMiddleware
                 // bytes started, since a hand-off would start Kestrel's header timer afresh.
                 bool dribbled = served == 0 && partialReads > 0 && Environment.TickCount64 - (headersDeadline - _requestHeadersTimeoutMs) >= DribbleMs;
                 if (unhandled && !result.IsCompleted && (reason == HandOffReason.Partial
-                    ? (served > 0 || partialReads < MaxPartialReads || dribbled) && (dribbled || buffer.Slice(consumed).Length <= MaxPartialBytes)
+                    ? (served > 0 || partialReads < MaxPartialReads || dribbled || prefacePending) && (dribbled || buffer.Slice(consumed).Length <= MaxPartialBytes)
                     : dribbled && !connection.CloseRequested && AwaitsRest(buffer.Slice(consumed), ref acceptedLine)))
                 {
                     // The read ended inside a request (pipelined batches split anywhere): wait for the rest, within

@@ -482,6 +482,14 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
         await AssertIdenticalAsync("plain", cases);
     }
 
+    [Fact]
+    public async Task Http2PrefaceAfterAnAnsweredRequest_OneByteAtATime_AnsweredIdentically()
+    {
+        // More reads than the lane waits for an ordinary partial request before handing it to Kestrel.
+        string line = Preface[..16];
+        await AssertIdenticalAsync("plain", [[Get("/one.txt"), .. line.Select(c => c.ToString()), Preface[16..]]]);
+    }
+
     private const string Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
     [Fact]
