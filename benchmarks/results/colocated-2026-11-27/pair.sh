@@ -4,18 +4,18 @@
 # per GiB it wrote (wchar). Expects: the test files in /tmp/prof/files (f1k.bin, f64k.bin, f1m.bin, f100m.bin, f1g.bin),
 # a certificate pair /tmp/prof/cert.pem and key.pem, and for nginx /tmp/prof/ng/nginx.conf made from
 # eng/bench/nginx.conf.in (one worker, HTTP/1.1 on 127.0.0.1:19400, root /tmp/prof/files). DLL, DLL_A, DLL_B: the
-# BenchHost to run (default: this checkout's Release build).
+# BenchHost to run (default: this checkout's Release build). ENV_A, ENV_B: NAME=value settings for that server's environment.
 A=$1; B=$2; file=$3; conns=$4; secs=$5; windows=$6; warmruns=${7:-4}
 dll=${DLL:-/work/main/benchmarks/FastFiles.BenchHost/bin/Release/net10.0/FastFiles.BenchHost.dll}
 start() { # cfg port dll
   if [ "$1" = nginx ]; then
     taskset -c 0 nginx -p /tmp/prof/ng -c /tmp/prof/ng/nginx.conf > /tmp/prof/pair-ng.log 2>&1 &
   else
-    taskset -c 0 dotnet ${3:-$dll} --mode $1 --root /tmp/prof/files --http-port $2 --https-port $(($2+1)) --h2c-port $(($2+2)) --cert /tmp/prof/cert.pem --key /tmp/prof/key.pem > /tmp/prof/pair-$2.log 2>&1 &
+    env ${4:-} taskset -c 0 dotnet ${3:-$dll} --mode $1 --root /tmp/prof/files --http-port $2 --https-port $(($2+1)) --h2c-port $(($2+2)) --cert /tmp/prof/cert.pem --key /tmp/prof/key.pem > /tmp/prof/pair-$2.log 2>&1 &
   fi
 }
 pa=19500; pb=19520; [ "$A" = nginx ] && pa=19400; [ "$B" = nginx ] && pb=19400
-start $A $pa $DLL_A; start $B $pb $DLL_B
+start $A $pa "${DLL_A:-$dll}" "${ENV_A:-}"; start $B $pb "${DLL_B:-$dll}" "${ENV_B:-}"
 for p in $pa $pb; do for _ in $(seq 1 100); do curl -s -o /dev/null http://127.0.0.1:$p/f1k.bin && break; sleep 0.2; done; done
 pidof() { if [ "$1" = nginx ]; then pgrep -f "nginx: worker" | head -1; else pgrep -f "BenchHost.dll --mode $1 .*--http-port $2" | head -1; fi; }
 ia=$(pidof $A $pa); ib=$(pidof $B $pb)

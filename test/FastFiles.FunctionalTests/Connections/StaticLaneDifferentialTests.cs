@@ -458,28 +458,18 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
     {
         // Two servable requests and a conditional: every split point, plaintext.
         string exchange = Get("/one.txt") + Get("/data.txt", $"If-None-Match: {_f.ETag}\r\nRange: bytes=0-1\r\n") + Get("/page.js", "Accept-Encoding: br\r\n") + End;
-        byte[] bytes = Encoding.ASCII.GetBytes(exchange);
-        var cases = new List<string[]>();
-        for (int split = 1; split < bytes.Length; split++)
-        {
-            cases.Add([exchange[..split], exchange[split..]]);
-        }
-
-        await AssertIdenticalAsync("plain", cases);
+        await AssertIdenticalAsync("plain", AtEverySplit(exchange));
     }
+
+    // The exchange in two writes, for every point it can be cut at.
+    private static List<string[]> AtEverySplit(string exchange)
+        => [.. Enumerable.Range(1, exchange.Length - 1).Select(split => new[] { exchange[..split], exchange[split..] })];
 
     [Fact]
     public async Task Http2PrefaceAfterAnAnsweredRequest_SplitAtEveryByte_AnsweredIdentically()
     {
         // The lane waits for the preface's whole request line before it decides, wherever the reads end.
-        string exchange = Get("/one.txt") + Preface;
-        var cases = new List<string[]>();
-        for (int split = 1; split < exchange.Length; split++)
-        {
-            cases.Add([exchange[..split], exchange[split..]]);
-        }
-
-        await AssertIdenticalAsync("plain", cases);
+        await AssertIdenticalAsync("plain", AtEverySplit(Get("/one.txt") + Preface));
     }
 
     [Fact]
