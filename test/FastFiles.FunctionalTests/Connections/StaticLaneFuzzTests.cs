@@ -11,9 +11,9 @@ namespace FastFiles.FunctionalTests.Connections;
 /// A seeded mutation fuzzer for the static lane against Kestrel alone: valid GET and HEAD requests for cached files
 /// (conditionals, ranges, encodings, Host variants) are changed at the line level (repeated, dropped, reordered
 /// fields, letter case, whitespace, obs-fold, body framing, versions, target forms, lines near Kestrel's limits) and at
-/// the byte level, then sent over raw connections (plaintext, and some over TLS) to the endpoints with and without the
-/// lane, in one write or split at random points, alone or after and before other requests. The response streams must be identical except
-/// Date, and the server must close (or keep open) the connection in both. (No case half-closes: Kestrel alone then
+/// the byte level, sometimes followed by the HTTP/2 preface, then sent over raw connections (plaintext, and some over
+/// TLS) to the endpoints with and without the lane, in one write or split at random points, alone or after and before
+/// other requests. The response streams must be identical except Date, and the server must close (or keep open) the connection in both. (No case half-closes: Kestrel alone then
 /// answers or drops a complete request depending on when it notices the end of input.) The CI run is bounded; set
 /// FASTFILES_LANE_FUZZ_CASES (and FASTFILES_LANE_FUZZ_SEED) to hunt with many more cases.
 /// </summary>
@@ -321,7 +321,9 @@ public abstract partial class StaticLaneFuzzTestsBase(StaticLaneDifferentialTest
             // Two or three requests in one exchange, each mutated.
             for (int more = random.Next(4) == 0 ? 1 + random.Next(2) : 0; more > 0; more--)
             {
-                request += Request();
+                // Now and then the HTTP/2 preface after a request: Kestrel answers it by whether it is the connection's
+                // first request, and the lane may have answered the one before.
+                request += random.Next(12) == 0 ? "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" : Request();
             }
 
             int[] splits = random.Next(2) == 0 ? [] : [.. Enumerable.Range(0, 1 + random.Next(3)).Select(_ => 1 + random.Next(Math.Max(1, request.Length + 20)))];
