@@ -13,8 +13,9 @@ namespace FastFiles.FunctionalTests.Connections;
 /// fields, letter case, whitespace, obs-fold, body framing, versions, target forms, lines near Kestrel's limits) and at
 /// the byte level, sometimes followed by the HTTP/2 preface, then sent over raw connections (plaintext, and some over
 /// TLS) to the endpoints with and without the lane, in one write or split at random points, alone or after and before
-/// other requests. The response streams must be identical except Date, and the server must close (or keep open) the connection in both. (No case half-closes: Kestrel alone then
-/// answers or drops a complete request depending on when it notices the end of input.) The CI run is bounded; set
+/// other requests. The response streams must be identical except Date, and the server must close (or keep open) the
+/// connection in both. (No case half-closes: Kestrel alone then answers or drops a complete request depending on when
+/// it notices the end of input.) The CI run is bounded; set
 /// FASTFILES_LANE_FUZZ_CASES (and FASTFILES_LANE_FUZZ_SEED) to hunt with many more cases.
 /// </summary>
 public sealed class StaticLaneFuzzTests(StaticLaneDifferentialTestsBase.Fixture fixture)
