@@ -579,8 +579,6 @@ internal sealed class StaticLaneConnectionMiddleware
         return copy;
     }
 
-    // The rest of a request did not come within RequestHeadersTimeout from its first bytes: Kestrel's answer, a 408 that
-    // closes the connection (RFC 9110 15.5.9), then the lane closes. Not on graceful shutdown, where Kestrel says nothing.
     // The request line of the HTTP/2 connection preface (RFC 9113 3.4).
     private static ReadOnlySpan<byte> PrefaceLine => "PRI * HTTP/2.0\r\n"u8;
 
@@ -620,6 +618,8 @@ internal sealed class StaticLaneConnectionMiddleware
         return head.Length + date.Length + server.Length + 2;
     }
 
+    // The rest of a request did not come within RequestHeadersTimeout from its first bytes: Kestrel's answer, a 408 that
+    // closes the connection (RFC 9110 15.5.9), then the lane closes. Not on graceful shutdown, where Kestrel says nothing.
     private async ValueTask AnswerHeadersTimeoutAsync(PipeWriter output, LaneConnection connection, int partialReads)
     {
         if (partialReads == 0 || !connection.TimedOut || connection.CloseRequested)

@@ -264,10 +264,10 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
         }
     }
 
-    /// <summary>A flush that waits for the batching send; the caller holds <c>_sync</c> and <c>_batchSending</c> is set.</summary>
     // What a flush may leave to the batching send without waiting for it; the caller holds _sync.
     private bool WithinBatchBound() => _queuedBytes <= MaxBatchBytes && _queued.Count <= MaxBatchBlocks;
 
+    /// <summary>A flush that waits for the batching send; the caller holds <c>_sync</c> and <c>_batchSending</c> is set.</summary>
     private ValueTask<FlushResult> WaitBehindBatch(CancellationToken cancellationToken)
     {
         _waitingForBatch = true;
