@@ -143,7 +143,8 @@ public sealed class Http2TlsOutputStageHoldingTests : IDisposable
 
         await host.StopAsync();
         Assert.Equal(10, stage!.Statistics.ConnectionsStaged);
-        Assert.Empty(logs.AtLeast(Microsoft.Extensions.Logging.LogLevel.Error));
+        string[] errors = [.. logs.AtLeast(Microsoft.Extensions.Logging.LogLevel.Error)];
+        Assert.True(errors.Length == 0, string.Join("\n", errors));
     }
 
     /// <summary>
