@@ -226,7 +226,8 @@ internal sealed class StaticLaneConnectionMiddleware
                             prefacePending = true;
                             break;
                         case PrefaceMatch.Whole:
-                            unflushed += WriteVersionNotSupported(output);
+                            // Kestrel's answer to an unknown version (RequestRejectionReason.UnrecognizedHTTPVersion).
+                            unflushed += WriteClosingAnswer(output, "HTTP/1.1 505 HTTP Version Not Supported\r\n"u8);
                             Log.LaneAnsweredHttp2Preface(_logger, context.ConnectionId);
                             unhandled = false;
                             close = true;
@@ -605,17 +606,19 @@ internal sealed class StaticLaneConnectionMiddleware
             : PrefaceMatch.Whole;
     }
 
-    // Kestrel's answer to a request line with an unknown version (RequestRejectionReason.UnrecognizedHTTPVersion).
-    private int WriteVersionNotSupported(PipeWriter output)
+    // A bodiless answer that ends the connection, as Kestrel writes its own (408, 505): the status line, then
+    // Content-Length: 0, Connection: close, Date and Server (following AddServerHeader). Returns the bytes written.
+    private int WriteClosingAnswer(PipeWriter output, ReadOnlySpan<byte> statusLine)
     {
-        ReadOnlySpan<byte> head = "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n"u8;
+        ReadOnlySpan<byte> head = "Content-Length: 0\r\nConnection: close\r\n"u8;
         ReadOnlySpan<byte> date = StaticLaneDate.Line;
         ReadOnlySpan<byte> server = _serverHeader ? "Server: Kestrel\r\n"u8 : default;
+        output.Write(statusLine);
         output.Write(head);
         output.Write(date);
         output.Write(server);
         output.Write("\r\n"u8);
-        return head.Length + date.Length + server.Length + 2;
+        return statusLine.Length + head.Length + date.Length + server.Length + 2;
     }
 
     // The rest of a request did not come within RequestHeadersTimeout from its first bytes: Kestrel's answer, a 408 that
@@ -627,14 +630,7 @@ internal sealed class StaticLaneConnectionMiddleware
             return;
         }
 
-        output.Write("HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n"u8);
-        output.Write(StaticLaneDate.Line);
-        if (_serverHeader)
-        {
-            output.Write("Server: Kestrel\r\n"u8);
-        }
-
-        output.Write("\r\n"u8);
+        WriteClosingAnswer(output, "HTTP/1.1 408 Request Timeout\r\n"u8);
         await FlushAsync(output, connection, 0);
     }
 

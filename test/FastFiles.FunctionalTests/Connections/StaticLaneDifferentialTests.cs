@@ -290,7 +290,7 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
             "GET /" + new string('a', 9_000) + " HTTP/1.1\r\nHost: localhost\r\n\r\n",
             "GET /data.txt HTTP/1.1\r\nHost: localhost\r\n" + string.Concat(Enumerable.Range(0, 120).Select(i => $"X-H{i}: v\r\n")) + "\r\n",
             "GET /data.txt HTTP/1.1\r\nHost: localhost\r\n" + string.Concat(Enumerable.Range(0, 98).Select(i => $"X-H{i}: v\r\n")) + "\r\n",
-            "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+            Preface,
             "GET /data.txt HTTP/1.1\r\nHost: localhost\r\nTE: trailers\r\n\r\n",
             "OPTIONS * HTTP/1.1\r\nHost: localhost\r\n\r\n",
             "DELETE /data.txt HTTP/1.1\r\nHost: localhost\r\n\r\n",
@@ -480,7 +480,8 @@ public abstract class StaticLaneDifferentialTestsBase(StaticLaneDifferentialTest
         await AssertIdenticalAsync("plain", [[Get("/one.txt"), .. line.Select(c => c.ToString()), Preface[16..]]]);
     }
 
-    private const string Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    /// <summary>The HTTP/2 connection preface (RFC 9113 3.4).</summary>
+    internal const string Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
     [Fact]
     public async Task TheLaneAnswersWithoutTheApp()

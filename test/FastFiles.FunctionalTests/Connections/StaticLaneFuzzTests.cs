@@ -324,7 +324,7 @@ public abstract partial class StaticLaneFuzzTestsBase(StaticLaneDifferentialTest
             {
                 // Now and then the HTTP/2 preface after a request: Kestrel answers it by whether it is the connection's
                 // first request, and the lane may have answered the one before.
-                request += random.Next(12) == 0 ? "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" : Request();
+                request += random.Next(12) == 0 ? StaticLaneDifferentialTestsBase.Preface : Request();
             }
 
             int[] splits = random.Next(2) == 0 ? [] : [.. Enumerable.Range(0, 1 + random.Next(3)).Select(_ => 1 + random.Next(Math.Max(1, request.Length + 20)))];
