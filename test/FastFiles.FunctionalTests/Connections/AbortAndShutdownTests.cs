@@ -301,8 +301,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
     {
         Assert.Equal(0, await OpenFileDescriptors.WaitForNoneUnderAsync(_files.Root, TimeSpan.FromSeconds(30)));
         Assert.Equal(0, await Poll.UntilAsync(() => BlockPool.Outstanding, 0));
-        string[] errors = _logs.AtLeast(LogLevel.Error).ToArray();
-        Assert.True(errors.Length == 0, string.Join("\n", errors));
+        _logs.AssertNoErrors();
     }
 
     private async Task AssertCleanAsync()
@@ -319,8 +318,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
 
         Assert.True(CachedOnly(targets), "open: " + string.Join(", ", targets));
         Assert.Equal(0, await Poll.UntilAsync(() => BlockPool.Outstanding, 0));
-        string[] errors = _logs.AtLeast(LogLevel.Error).ToArray();
-        Assert.True(errors.Length == 0, string.Join("\n", errors));
+        _logs.AssertNoErrors();
         for (int e = 0; e < 4; e++)
         {
             using Socket socket = await RawHttp.ConnectAsync(_addresses[e]);
@@ -409,8 +407,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
         }
 
         Assert.Equal(0, await OpenFileDescriptors.WaitForNoneUnderAsync(_files.Root, TimeSpan.FromSeconds(30)));
-        string[] errors = _logs.AtLeast(LogLevel.Error).ToArray();
-        Assert.True(errors.Length == 0, string.Join("\n", errors));
+        _logs.AssertNoErrors();
         LeakChecks.AssertTlsPoolHasNoDuplicates();
     }
 

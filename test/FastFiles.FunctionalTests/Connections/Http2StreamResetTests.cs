@@ -348,8 +348,7 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
         Assert.True(WithinBaseline(now, allowCached), "open: " + string.Join(", ", now.Select(p => $"{p.Key} x{p.Value}")) + "; baseline: " + string.Join(", ", _baseline.Select(p => $"{p.Key} x{p.Value}")));
         Assert.Equal(0, await Poll.UntilAsync(() => BlockPool.Outstanding, 0));
         LeakChecks.AssertTlsPoolHasNoDuplicates();
-        string[] errors = _logs.AtLeast(LogLevel.Error).ToArray();
-        Assert.True(errors.Length == 0, string.Join("\n", errors));
+        _logs.AssertNoErrors();
         for (int e = 0; e < _addresses.Length; e++)
         {
             await using Session session = await Session.OpenAsync(_addresses[e], 1 << 20);

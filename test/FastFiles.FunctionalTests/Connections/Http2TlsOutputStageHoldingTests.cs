@@ -143,8 +143,7 @@ public sealed class Http2TlsOutputStageHoldingTests : IDisposable
 
         await host.StopAsync();
         Assert.Equal(10, stage!.Statistics.ConnectionsStaged);
-        string[] errors = [.. logs.AtLeast(Microsoft.Extensions.Logging.LogLevel.Error)];
-        Assert.True(errors.Length == 0, string.Join("\n", errors));
+        logs.AssertNoErrors();
     }
 
     /// <summary>

@@ -181,8 +181,7 @@ public sealed partial class SendPathBatchingTests(SendPathBatchingTests.Fixture 
         }
 
         Assert.Equal(0, await Poll.UntilAsync(() => BlockPool.Outstanding, 0));
-        string[] errors = _f.Logs.AtLeast(LogLevel.Error).ToArray();
-        Assert.True(errors.Length == 0, string.Join("\n", errors));
+        _f.Logs.AssertNoErrors();
 
         // The server still answers pipelined requests in order.
         byte[] after = await ExchangeToCloseAsync(

@@ -423,8 +423,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         // Every response ends (the server notices each reset), its file is closed and its blocks are back in the pool.
         Assert.Equal(0, await OpenFileDescriptors.WaitForNoneUnderAsync(_f.Files.Root, TimeSpan.FromSeconds(30)));
         Assert.Equal(0, await Poll.UntilAsync(() => BlockPool.Outstanding, 0));
-        string[] errors = _f.Logs.AtLeast(LogLevel.Error).ToArray();
-        Assert.True(errors.Length == 0, string.Join("\n", errors));
+        _f.Logs.AssertNoErrors();
 
         // The server still serves.
         RawResponse after = await RawHttp.SendAsync(_f.Host.Http, "/fast/f65537.txt");
@@ -540,7 +539,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         var response = await reader.ReadResponseAsync(cancellationToken: timeout.Token);
         Assert.Equal(200, response.Status);
         Assert.True(rate.Content.AsSpan().SequenceEqual(response.Body));
-        Assert.Empty(rate.Logs.AtLeast(LogLevel.Error));
+        rate.Logs.AssertNoErrors();
     }
 
     [Fact]
@@ -645,8 +644,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         Assert.True(received.Length < promised, "the stalled response completed");
         // The send path's own deadline cut it off (Kestrel's rate check never sees a hole's bytes).
         Assert.Equal(1, rateAborts.Total);
-        string[] errors = rate.Logs.AtLeast(LogLevel.Error).ToArray();
-        Assert.True(errors.Length == 0, string.Join("\n", errors));
+        rate.Logs.AssertNoErrors();
     }
 
     // Without a minimum data rate, an app bounds its writes with its own token. A flush waiting for a client that stopped

@@ -12,6 +12,13 @@ public sealed class LogRecorder : ILoggerProvider
     public IEnumerable<string> AtLeast(LogLevel level)
         => _entries.Where(e => e.Level >= level).Select(e => $"{e.Level} {e.Category}: {e.Message}");
 
+    /// <summary>Fails if anything was logged at Error or above, naming every such entry whole (message and exception).</summary>
+    public void AssertNoErrors()
+    {
+        string[] errors = [.. AtLeast(LogLevel.Error)];
+        Assert.True(errors.Length == 0, string.Join("\n", errors));
+    }
+
     public ILogger CreateLogger(string categoryName) => new Logger(this, categoryName);
 
     public void Dispose()

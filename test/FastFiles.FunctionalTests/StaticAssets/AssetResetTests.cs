@@ -76,8 +76,7 @@ public sealed class AssetResetTests : IDisposable
         }
 
         Assert.Empty(recorder.Exceptions);
-        string[] errors = logs.AtLeast(LogLevel.Error).ToArray();
-        Assert.True(errors.Length == 0, string.Join("\n", errors));
+        logs.AssertNoErrors();
         await ResponseHeaders.AssertNoOpenFilesUnderAsync(_files.Root);
     }
 

@@ -142,8 +142,6 @@ public sealed class ContentHashAbortTests : IAsyncLifetime
         Assert.Equal(count, DescriptorsOf(name));
     }
 
-    private void AssertNoErrors() => Assert.Empty(_logs.AtLeast(LogLevel.Error));
-
     [Theory]
     [InlineData(0, "If-None-Match: \"x\"")]
     [InlineData(1, "If-Match: \"x\"")]
@@ -169,7 +167,7 @@ public sealed class ContentHashAbortTests : IAsyncLifetime
         _files.Create("small.txt", 100);
         RawResponse after = await RawHttp.SendAsync(server == host.Https ? host.Http : server, "/small.txt");
         Assert.Equal(200, after.Status);
-        AssertNoErrors();
+        _logs.AssertNoErrors();
     }
 
     [Theory]
@@ -219,7 +217,7 @@ public sealed class ContentHashAbortTests : IAsyncLifetime
             Assert.Equal(200, status);
             Assert.Equal(small, body.ToArray());
         });
-        AssertNoErrors();
+        _logs.AssertNoErrors();
     }
 
     [Theory]
@@ -267,7 +265,7 @@ public sealed class ContentHashAbortTests : IAsyncLifetime
             await UntilClosedAsync("huge.iso");
         });
 
-        AssertNoErrors();
+        _logs.AssertNoErrors();
     }
 
     // Whether the file's descriptors stay at or under `most` for `window`, looked at every 10 ms.
@@ -343,7 +341,7 @@ public sealed class ContentHashAbortTests : IAsyncLifetime
         Sparse("next.iso", Medium + 1);
         RawResponse next = await RawHttp.SendAsync(host.Http, "/next.iso", extraHeaders: "If-Match: \"x\"\r\n").WaitAsync(Bound);
         Assert.Equal(412, next.Status);
-        AssertNoErrors();
+        _logs.AssertNoErrors();
     }
 
     [Fact]
@@ -414,7 +412,7 @@ public sealed class ContentHashAbortTests : IAsyncLifetime
                 await UntilClosedAsync(file);
             }
         });
-        AssertNoErrors();
+        _logs.AssertNoErrors();
     }
 
     [Fact]
@@ -432,7 +430,7 @@ public sealed class ContentHashAbortTests : IAsyncLifetime
             await Assert.ThrowsAnyAsync<OperationCanceledException>(async () => await waiting);
             Assert.Equal("/medium.iso?v=" + ZerosTag(Medium)[1..^1], await fingerprints.GetUrlAsync("/medium.iso").AsTask().WaitAsync(Bound));
         });
-        AssertNoErrors();
+        _logs.AssertNoErrors();
     }
 
     [Theory]
@@ -455,6 +453,6 @@ public sealed class ContentHashAbortTests : IAsyncLifetime
             await stopping;
             await UntilClosedAsync("huge.iso");
         });
-        AssertNoErrors();
+        _logs.AssertNoErrors();
     }
 }
