@@ -20,13 +20,15 @@ internal sealed class SendPathConnectionMiddleware
 {
     private readonly ConnectionDelegate _next;
     private readonly ZeroCopySendFileOptions _options;
+    private readonly long? _maxResponseBufferSize;
     private readonly FastFilesMetrics _metrics;
     private readonly ILogger _logger;
 
-    public SendPathConnectionMiddleware(ConnectionDelegate next, ZeroCopySendFileOptions options, FastFilesMetrics metrics, ILogger logger)
+    public SendPathConnectionMiddleware(ConnectionDelegate next, ZeroCopySendFileOptions options, long? maxResponseBufferSize, FastFilesMetrics metrics, ILogger logger)
     {
         _next = next;
         _options = options;
+        _maxResponseBufferSize = maxResponseBufferSize;
         _metrics = metrics;
         _logger = logger;
         metrics.ObserveSendPathBlocks(static () => BlockPool.Outstanding);
@@ -56,7 +58,7 @@ internal sealed class SendPathConnectionMiddleware
         }
 
         IDuplexPipe original = context.Transport;
-        var writer = new SendPathWriter(context, socket, _options, _metrics, _logger);
+        var writer = new SendPathWriter(context, socket, _options, _maxResponseBufferSize, _metrics, _logger);
         var input = new SendPathInput(original.Input);
         writer.AttachInput(input);
         context.Transport = new SendPathDuplexPipe(input, writer);

@@ -61,7 +61,10 @@ public static class SendPathListenOptionsExtensions
             }
 
             ILogger logger = listenOptions.ApplicationServices?.GetService<ILoggerFactory>()?.CreateLogger(LoggerCategory) ?? NullLogger.Instance;
-            return new SendPathConnectionMiddleware(next, options, FastFilesMetrics.For(listenOptions.ApplicationServices), logger).OnConnectionAsync;
+            // Output held back for the batching send is bounded as Kestrel's own output is (KestrelServerLimits, read as the
+            // endpoint is built, so limits set after this call count).
+            long? maxResponseBufferSize = (listenOptions.KestrelServerOptions?.Limits ?? new KestrelServerLimits()).MaxResponseBufferSize;
+            return new SendPathConnectionMiddleware(next, options, maxResponseBufferSize, FastFilesMetrics.For(listenOptions.ApplicationServices), logger).OnConnectionAsync;
         });
         return listenOptions;
     }

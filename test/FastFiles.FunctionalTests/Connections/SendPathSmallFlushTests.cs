@@ -9,46 +9,54 @@ namespace FastFiles.FunctionalTests.Connections;
 
 /// <summary>
 /// An app that flushes a few bytes at a time (a streamed list, one WriteAsync per line) to a client that pipelines its
-/// next request and then stops reading: the send path's writer queues each flush for its batching send in a block of
-/// its own, so what it holds must be bounded by blocks, not only by bytes, or a few bytes per flush would hold a 16 KiB
-/// block each.
+/// next request and then stops reading: the send path's writer holds those flushes for its batching send. What it holds
+/// must follow Kestrel's <c>MaxResponseBufferSize</c> as Kestrel's own output does, and small flushes must share blocks
+/// rather than hold a 16 KiB block each.
 /// </summary>
-[Collection(SendPathCollection.Name)]
-public sealed class SendPathSmallFlushTests(SendPathSmallFlushTests.Fixture fixture) : IClassFixture<SendPathSmallFlushTests.Fixture>
+public abstract class SendPathSmallFlushTestsBase(SendPathSmallFlushTestsBase.Fixture fixture)
 {
     private const int LineSize = 50;
 
     private readonly Fixture _f = fixture;
 
-    public sealed class Fixture : HostFixture
+    /// <summary>The blocks a connection held back for the batching send may use, at most.</summary>
+    protected abstract long MostBlocks { get; }
+
+    public abstract class Fixture(long? maxResponseBufferSize) : HostFixture
     {
         private long _written;
 
         /// <summary>Response bytes the app has handed to Kestrel so far.</summary>
         public long Written => Interlocked.Read(ref _written);
 
-        protected override Task<TestHost> StartHostAsync() => TestHost.StartAsync(app =>
-        {
-            app.MapGet("/lines/{n:int}", async (HttpContext context, int n) =>
+        protected override Task<TestHost> StartHostAsync() => TestHost.StartAsync(
+            app =>
             {
-                context.Response.ContentLength = (long)n * LineSize;
-                byte[] line = Encoding.ASCII.GetBytes(new string('x', LineSize - 1) + "\n");
-                for (int i = 0; i < n; i++)
+                app.MapGet("/lines/{n:int}", async (HttpContext context, int n) =>
                 {
-                    await context.Response.Body.WriteAsync(line, context.RequestAborted);
-                    Interlocked.Add(ref _written, LineSize);
-                }
-            });
-            app.MapGet("/small", (HttpContext context) => context.Response.WriteAsync("small"));
-        });
+                    context.Response.ContentLength = (long)n * LineSize;
+                    byte[] line = Encoding.ASCII.GetBytes(new string('x', LineSize - 1) + "\n");
+                    for (int i = 0; i < n; i++)
+                    {
+                        await context.Response.Body.WriteAsync(line, context.RequestAborted);
+                        Interlocked.Add(ref _written, LineSize);
+                    }
+                });
+                app.MapGet("/small", (HttpContext context) =>
+                {
+                    context.Response.ContentLength = 5;
+                    return context.Response.WriteAsync("small");
+                });
+            },
+            configureKestrel: k => k.Limits.MaxResponseBufferSize = maxResponseBufferSize);
     }
 
     [Fact]
-    public async Task A_client_that_stops_reading_holds_a_bounded_number_of_blocks_however_small_the_flushes()
+    public async Task A_client_that_stops_reading_holds_what_the_response_buffer_limit_allows_however_small_the_flushes()
     {
         Assert.Equal(0, await Poll.UntilAsync(() => BlockPool.Outstanding, 0));
         string host = _f.Host.Http.Authority;
-        const int Lines = 400_000;
+        const int Lines = 200_000;
         using (Socket socket = await RawHttp.ConnectAsync(_f.Host.Http, receiveBufferSize: 4096))
         {
             // Kestrel's first read waits for the requests; its second returns at once with the third request behind the
@@ -71,12 +79,96 @@ public sealed class SendPathSmallFlushTests(SendPathSmallFlushTests.Fixture fixt
             }
 
             Assert.InRange(seen, 1, (long)Lines * LineSize - 1);
+            Assert.InRange(BlockPool.Outstanding, 0, MostBlocks);
 
-            // At most the batching bound's worth of blocks (MaxBatchBlocks), and the block being written.
-            Assert.InRange(BlockPool.Outstanding, 0, SendPathWriter.MaxBatchBlocks + 2);
+            // Reading again, the client gets the three answers whole and in order: no packed flush was lost, reordered
+            // or written over.
+            using var stream = new NetworkStream(socket, ownsSocket: false);
+            var pending = new List<byte>();
+            for (int i = 0; i < 3; i++)
+            {
+                byte[] body = await ReadResponseAsync(stream, pending, timeout.Token);
+                if (i == 1)
+                {
+                    Assert.Equal((long)Lines * LineSize, body.LongLength);
+                    for (int at = 0; at < body.Length; at += LineSize)
+                    {
+                        Assert.True(body.AsSpan(at, LineSize - 1).IndexOfAnyExcept((byte)'x') < 0 && body[at + LineSize - 1] == '\n', $"Line at {at} is not the app's.");
+                    }
+                }
+                else
+                {
+                    Assert.Equal("small", Encoding.ASCII.GetString(body));
+                }
+            }
+
+            Assert.Empty(pending);
         }
 
         // The client is gone: every block goes back.
         Assert.Equal(0, await Poll.UntilAsync(() => BlockPool.Outstanding, 0));
     }
+
+    // One response with a Content-Length from the connection, bytes read past it kept in pending for the next.
+    private static async Task<byte[]> ReadResponseAsync(NetworkStream stream, List<byte> pending, CancellationToken cancellationToken)
+    {
+        var chunk = new byte[64 * 1024];
+        int end;
+        while ((end = RawHttp.IndexOfHeaderEnd(pending)) < 0)
+        {
+            int read = await stream.ReadAsync(chunk, cancellationToken);
+            Assert.True(read > 0, "The connection closed before a response head ended.");
+            pending.AddRange(chunk.AsSpan(0, read));
+        }
+
+        string head = Encoding.Latin1.GetString(pending.GetRange(0, end).ToArray());
+        Assert.StartsWith("HTTP/1.1 200 ", head, StringComparison.Ordinal);
+        string lengthLine = head.Split("\r\n").Single(l => l.StartsWith("Content-Length:", StringComparison.OrdinalIgnoreCase));
+        long length = long.Parse(lengthLine["Content-Length:".Length..].Trim(), System.Globalization.CultureInfo.InvariantCulture);
+        pending.RemoveRange(0, end + 4);
+        while (pending.Count < length)
+        {
+            int read = await stream.ReadAsync(chunk, cancellationToken);
+            Assert.True(read > 0, "The connection closed before a response body ended.");
+            pending.AddRange(chunk.AsSpan(0, read));
+        }
+
+        byte[] body = pending.GetRange(0, (int)length).ToArray();
+        pending.RemoveRange(0, (int)length);
+        return body;
+    }
+
+    // Bytes held up to the limit, packed into 16 KiB blocks: the limit's worth of full blocks, a partly sent first one
+    // and a partly filled last one.
+    private protected static long BlocksFor(long bytes) => (bytes / BlockPool.BlockSize) + 2;
+}
+
+/// <summary>Kestrel's default limit, 64 KiB: at most six blocks (before they were packed, 1,312 for 50-byte writes).</summary>
+[Collection(SendPathCollection.Name)]
+public sealed class SendPathSmallFlushTests(SendPathSmallFlushTests.DefaultLimit fixture)
+    : SendPathSmallFlushTestsBase(fixture), IClassFixture<SendPathSmallFlushTests.DefaultLimit>
+{
+    protected override long MostBlocks => BlocksFor(64 * 1024);
+
+    public sealed class DefaultLimit() : Fixture(64 * 1024);
+}
+
+/// <summary>A limit of 8 KiB: two blocks at most, where the default's bound would let five fill.</summary>
+[Collection(SendPathCollection.Name)]
+public sealed class SendPathSmallFlushLowLimitTests(SendPathSmallFlushLowLimitTests.LowLimit fixture)
+    : SendPathSmallFlushTestsBase(fixture), IClassFixture<SendPathSmallFlushLowLimitTests.LowLimit>
+{
+    protected override long MostBlocks => BlocksFor(8 * 1024);
+
+    public sealed class LowLimit() : Fixture(8 * 1024);
+}
+
+/// <summary>No limit (null), as Kestrel allows: bytes are not bounded, blocks still are (MaxBatchBlocks).</summary>
+[Collection(SendPathCollection.Name)]
+public sealed class SendPathSmallFlushNoLimitTests(SendPathSmallFlushNoLimitTests.NoLimit fixture)
+    : SendPathSmallFlushTestsBase(fixture), IClassFixture<SendPathSmallFlushNoLimitTests.NoLimit>
+{
+    protected override long MostBlocks => SendPathWriter.MaxBatchBlocks + 2;
+
+    public sealed class NoLimit() : Fixture(null);
 }

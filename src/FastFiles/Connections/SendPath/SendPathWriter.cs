@@ -34,21 +34,25 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
     private static readonly FlushResult Closed = new(isCanceled: false, isCompleted: true);
     private static readonly FlushResult Canceled = new(isCanceled: true, isCompleted: false);
 
-    // At most this many bytes wait for the batching send: Kestrel's default MaxResponseBufferSize, the memory Kestrel's
-    // own output holds per connection before a flush waits.
-    private const long MaxBatchBytes = 64 * 1024;
-
-    // And at most this many blocks (512 KiB): each flush queues the block it was written in, so small flushes would
-    // otherwise hold a 16 KiB block per few bytes (50-byte writes: 1,312 blocks, 20 MiB, per connection that stops
-    // reading). 16 cost 16-deep pipelined 1 KiB responses 0.91x; 32 and 64 measured 0.99x and 0.97x, as the same build
-    // against itself (benchmarks/results/batch-blocks-2026-11-27).
+    // And at most this many blocks (512 KiB), for flushes too large to be packed into the block before them (see
+    // PackTail): before packing, 50-byte writes held a 16 KiB block each (1,312 blocks, 20 MiB, on a connection that
+    // stopped reading). 16 cost 16-deep pipelined 1 KiB responses 0.91x; 32 and 64 measured 0.99x and 0.97x, as the same
+    // build against itself (benchmarks/results/batch-blocks-2026-11-27).
     internal const int MaxBatchBlocks = 32;
+
+    // A flush's bytes are copied into the last queued block when they are at most this many (and fit): small responses
+    // and streamed lines then share blocks instead of holding one each.
+    internal const int MaxPackedBytes = 4 * 1024;
 
     private readonly ConnectionContext _connection;
     private readonly Socket _socket;
     private readonly SafeSocketHandle _socketHandle;
     private readonly FastFilesMetrics _metrics;
     private readonly ILogger _logger;
+
+    // At most this many bytes wait for the batching send: Kestrel's MaxResponseBufferSize, what Kestrel's own output
+    // holds per connection before a flush waits (64 KiB by default; null: no bound on bytes, 0: no batching).
+    private readonly long _maxBatchBytes;
 
     // Committed blocks not yet sent; the first may be partly sent (_sentInFirst).
     private readonly List<(byte[] Block, int Length)> _queued = [];
@@ -77,9 +81,10 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
     private bool _failed;
     private bool _released;
 
-    public SendPathWriter(ConnectionContext connection, Socket socket, ZeroCopySendFileOptions settings, FastFilesMetrics metrics, ILogger logger)
+    public SendPathWriter(ConnectionContext connection, Socket socket, ZeroCopySendFileOptions settings, long? maxResponseBufferSize, FastFilesMetrics metrics, ILogger logger)
     {
         _connection = connection;
+        _maxBatchBytes = maxResponseBufferSize ?? long.MaxValue;
         _batchDone.Reset();
         _socket = socket;
         _socketHandle = socket.SafeHandle;
@@ -167,7 +172,7 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
             return;
         }
 
-        if (_tailLength > 0)
+        if (_tailLength > 0 && !PackTail())
         {
             _queued.Add((_tail, _tailLength));
             _queuedBytes += _tailLength;
@@ -179,6 +184,31 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
 
         _tail = null;
         _tailLength = 0;
+    }
+
+    /// <summary>
+    /// Copies a small written tail to the end of the last queued block when it fits, so flushes made while bytes wait
+    /// (the batching send, a full socket) share blocks. A send in flight covers only the block's bytes from before (its
+    /// length was read under <c>_sync</c>), and its end goes through <see cref="Consume"/>, which keeps the entry while
+    /// bytes are left in it. The caller holds <c>_sync</c>.
+    /// </summary>
+    private bool PackTail()
+    {
+        if (_tailLength > MaxPackedBytes || _queued.Count == 0)
+        {
+            return false;
+        }
+
+        (byte[] last, int length) = _queued[^1];
+        if (last.Length - length < _tailLength)
+        {
+            return false;
+        }
+
+        _tail!.AsSpan(0, _tailLength).CopyTo(last.AsSpan(length));
+        _queued[^1] = (last, length + _tailLength);
+        _queuedBytes += _tailLength;
+        return true;
     }
 
     /// <summary>
@@ -265,7 +295,7 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
     }
 
     // What a flush may leave to the batching send without waiting for it; the caller holds _sync.
-    private bool WithinBatchBound() => _queuedBytes <= MaxBatchBytes && _queued.Count <= MaxBatchBlocks;
+    private bool WithinBatchBound() => _queuedBytes <= _maxBatchBytes && _queued.Count <= MaxBatchBlocks;
 
     /// <summary>A flush that waits for the batching send; the caller holds <c>_sync</c> and <c>_batchSending</c> is set.</summary>
     private ValueTask<FlushResult> WaitBehindBatch(CancellationToken cancellationToken)
@@ -462,10 +492,8 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
 
             lock (_sync)
             {
-                _queued.RemoveAt(0);
-                _queuedBytes -= length - from;
-                _sentInFirst = 0;
-                BlockPool.Return(block);
+                // Bytes packed into this block while it was sent stay queued (see PackTail).
+                Consume(length - from);
             }
         }
     }
