@@ -172,3 +172,13 @@ public sealed class SendPathSmallFlushNoLimitTests(SendPathSmallFlushNoLimitTest
 
     public sealed class NoLimit() : Fixture(null);
 }
+
+/// <summary>A limit of 0, Kestrel's "every write waits until all is sent": no batching, so at most two blocks.</summary>
+[Collection(SendPathCollection.Name)]
+public sealed class SendPathSmallFlushZeroLimitTests(SendPathSmallFlushZeroLimitTests.ZeroLimit fixture)
+    : SendPathSmallFlushTestsBase(fixture), IClassFixture<SendPathSmallFlushZeroLimitTests.ZeroLimit>
+{
+    protected override long MostBlocks => BlocksFor(0);
+
+    public sealed class ZeroLimit() : Fixture(0);
+}
