@@ -34,8 +34,9 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
     private static readonly FlushResult Closed = new(isCanceled: false, isCompleted: true);
     private static readonly FlushResult Canceled = new(isCanceled: true, isCompleted: false);
 
-    // At most this many blocks (512 KiB) wait for the batching send, whatever the bound on bytes (_maxBatchBytes), for
-    // flushes too large to be packed into the block before them (see PackTail): before packing, 50-byte writes held a 16 KiB block each (1,312 blocks, 20 MiB, on a connection that
+    // At most this many blocks wait for the batching send (512 KiB of 16 KiB blocks, 2 MiB if all are 64 KiB ones),
+    // whatever the bound on bytes (_maxBatchBytes), for flushes too large to be packed into the block before them (see
+    // PackTail): before packing, 50-byte writes held a 16 KiB block each (1,312 blocks, 20 MiB, on a connection that
     // stopped reading). 16 cost 16-deep pipelined 1 KiB responses 0.91x; 32 and 64 measured 0.99x and 0.97x, as the same
     // build against itself (benchmarks/results/batch-blocks-2026-11-27).
     internal const int MaxBatchBlocks = 32;
