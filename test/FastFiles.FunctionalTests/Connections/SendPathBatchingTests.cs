@@ -193,27 +193,11 @@ public sealed partial class SendPathBatchingTests(SendPathBatchingTests.Fixture 
         Assert.EndsWith("abc", text, StringComparison.Ordinal);
     }
 
-    private static async Task<byte[]> ExchangeToCloseAsync(Uri address, byte[] request, bool slow)
-    {
-        using Socket socket = await RawHttp.ConnectAsync(address, receiveBufferSize: slow ? 8192 : null);
-        await socket.SendAsync(request);
-        using var received = new MemoryStream();
-        var chunk = new byte[slow ? 3000 : 64 * 1024];
-        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(60));
-        int reads = 0;
-        int n;
-        while ((n = await socket.ReceiveAsync(chunk, SocketFlags.None, timeout.Token)) > 0)
-        {
-            received.Write(chunk, 0, n);
-            if (slow && ++reads % 16 == 0)
-            {
-                // Not a timing assumption: only a pause that lets the server's socket buffer fill.
-                await Task.Delay(5, timeout.Token);
-            }
-        }
+    // A fast reader, or one with an 8 KiB buffer that stops for 5 ms every 16 reads of 3,000 bytes.
+    private static Task<byte[]> ExchangeToCloseAsync(Uri address, byte[] request, bool slow)
+        => RawHttp.ExchangeToCloseAsync(address, request, slow ? SlowReader : ReadPace.Fast, TimeSpan.FromSeconds(60));
 
-        return received.ToArray();
-    }
+    private static readonly ReadPace SlowReader = new(8192, 3000, PauseEvery: 16, Pause: TimeSpan.FromMilliseconds(5));
 
     private static string WithoutDate(byte[] response) => DateLine().Replace(Encoding.Latin1.GetString(response), "Date: -\r\n");
 

@@ -1,6 +1,5 @@
 using System.Globalization;
 using System.IO.Pipelines;
-using System.Net.Sockets;
 using System.Text;
 using System.Text.RegularExpressions;
 using FastFiles.Connections.SendPath;
@@ -23,6 +22,8 @@ public abstract partial class SendPathRandomFlushTestsBase(SendPathRandomFlushTe
 {
     private const int Rounds = 3;
     private const int RequestsPerBurst = 40;
+
+    private static readonly TimeSpan Bound = TimeSpan.FromSeconds(120);
 
     private readonly Fixture _f = fixture;
 
@@ -106,12 +107,14 @@ public abstract partial class SendPathRandomFlushTestsBase(SendPathRandomFlushTe
         }
     }
 
-    private enum Reader
-    {
-        Fast,
-        Slow,
-        Late,
-    }
+    // A fast reader; a slow one (4 KiB buffer, reads of 1,500 bytes, 1 ms pause every 8); a late one (the same buffer,
+    // 100 ms before its first read, so the batching send fills and waits, then 20 ms every 64 reads).
+    private static readonly (string Name, ReadPace Pace)[] Readers =
+    [
+        ("fast", ReadPace.Fast),
+        ("slow", new(4096, 1500, PauseEvery: 8, Pause: TimeSpan.FromMilliseconds(1))),
+        ("late", new(4096, 1500, PauseEvery: 64, Pause: TimeSpan.FromMilliseconds(20), StartDelay: TimeSpan.FromMilliseconds(100))),
+    ];
 
     [Fact]
     public async Task Random_flush_shapes_pipelined_give_Kestrels_bytes_and_keep_no_block()
@@ -135,43 +138,16 @@ public abstract partial class SendPathRandomFlushTestsBase(SendPathRandomFlushTe
 
             burst.Append(CultureInfo.InvariantCulture, $"GET /stream/7/0 HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
             byte[] requests = Encoding.ASCII.GetBytes(burst.ToString());
-            string expected = Normalized(await ExchangeToCloseAsync(_f.Host.HttpCopy, requests, Reader.Fast), out int answered);
+            string expected = Normalized(await RawHttp.ExchangeToCloseAsync(_f.Host.HttpCopy, requests, ReadPace.Fast, Bound), out int answered);
             Assert.Equal(RequestsPerBurst + 1, answered);
-            foreach (Reader reader in Enum.GetValues<Reader>())
+            foreach ((string name, ReadPace pace) in Readers)
             {
-                string actual = Normalized(await ExchangeToCloseAsync(_f.Host.Http, requests, reader), out _);
-                Assert.True(expected == actual, $"Round {round}, {reader} reader: the send path's responses differ from Kestrel's ({actual.Length} against {expected.Length} characters).");
+                string actual = Normalized(await RawHttp.ExchangeToCloseAsync(_f.Host.Http, requests, pace, Bound), out _);
+                Assert.True(expected == actual, $"Round {round}, {name} reader: the send path's responses differ from Kestrel's ({actual.Length} against {expected.Length} characters).");
             }
         }
 
         Assert.Equal(0, await Poll.UntilAsync(() => BlockPool.Outstanding, 0));
-    }
-
-    private static async Task<byte[]> ExchangeToCloseAsync(Uri address, byte[] requests, Reader reader)
-    {
-        using Socket socket = await RawHttp.ConnectAsync(address, receiveBufferSize: reader == Reader.Fast ? null : 4096);
-        await socket.SendAsync(requests);
-        using var received = new MemoryStream();
-        var chunk = new byte[reader == Reader.Fast ? 64 * 1024 : 1500];
-        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(120));
-        if (reader == Reader.Late)
-        {
-            // Everything the server can write before the client reads is written: the batching send fills and waits.
-            await Task.Delay(100, timeout.Token);
-        }
-
-        int reads = 0;
-        int read;
-        while ((read = await socket.ReceiveAsync(chunk, SocketFlags.None, timeout.Token)) > 0)
-        {
-            received.Write(chunk, 0, read);
-            if (reader != Reader.Fast && ++reads % (reader == Reader.Slow ? 8 : 64) == 0)
-            {
-                await Task.Delay(reader == Reader.Slow ? 1 : 20, timeout.Token);
-            }
-        }
-
-        return received.ToArray();
     }
 
     /// <summary>

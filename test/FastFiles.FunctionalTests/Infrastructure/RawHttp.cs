@@ -17,6 +17,17 @@ public sealed class RawResponse
 }
 
 /// <summary>
+/// How a raw client reads: its receive buffer (small keeps the advertised window small), bytes per read, and a pause
+/// after every <paramref name="PauseEvery"/> reads (0: none), after waiting <paramref name="StartDelay"/> before the first.
+/// The pauses only let the server's socket buffer fill; nothing is asserted about time.
+/// </summary>
+public sealed record ReadPace(int? ReceiveBufferSize, int ReadSize, int PauseEvery = 0, TimeSpan Pause = default, TimeSpan StartDelay = default)
+{
+    /// <summary>A default socket read 64 KiB at a time without pauses.</summary>
+    public static ReadPace Fast { get; } = new(null, 64 * 1024);
+}
+
+/// <summary>
 /// HTTP/1.1 over a bare socket, so requests reach Kestrel byte for byte (no client normalizes dot segments,
 /// percent-encoding or backslashes away).
 /// </summary>
@@ -33,6 +44,36 @@ public static class RawHttp
 
         await socket.ConnectAsync(baseUri.Host, baseUri.Port);
         return socket;
+    }
+
+    /// <summary>
+    /// Sends <paramref name="requests"/> in one write on a new connection and reads at <paramref name="pace"/> until the
+    /// server closes it (bounded by <paramref name="within"/>); returns every byte read.
+    /// </summary>
+    public static async Task<byte[]> ExchangeToCloseAsync(Uri address, byte[] requests, ReadPace pace, TimeSpan within)
+    {
+        using Socket socket = await ConnectAsync(address, pace.ReceiveBufferSize);
+        await socket.SendAsync(requests);
+        using var received = new MemoryStream();
+        var chunk = new byte[pace.ReadSize];
+        using var timeout = new CancellationTokenSource(within);
+        if (pace.StartDelay > TimeSpan.Zero)
+        {
+            await Task.Delay(pace.StartDelay, timeout.Token);
+        }
+
+        int reads = 0;
+        int read;
+        while ((read = await socket.ReceiveAsync(chunk, SocketFlags.None, timeout.Token)) > 0)
+        {
+            received.Write(chunk, 0, read);
+            if (pace.PauseEvery > 0 && ++reads % pace.PauseEvery == 0)
+            {
+                await Task.Delay(pace.Pause, timeout.Token);
+            }
+        }
+
+        return received.ToArray();
     }
 
     /// <summary>Sends <c>GET target</c> (or <paramref name="method"/>) with Connection: close and reads the whole response.</summary>
