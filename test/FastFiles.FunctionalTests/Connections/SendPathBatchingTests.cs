@@ -19,7 +19,7 @@ namespace FastFiles.FunctionalTests.Connections;
 /// behind a slow request that follows it, and nothing leaked when the client goes away mid-batch.
 /// </summary>
 [Collection(SendPathCollection.Name)]
-public sealed partial class SendPathBatchingTests(SendPathBatchingTests.Fixture fixture) : IClassFixture<SendPathBatchingTests.Fixture>
+public sealed class SendPathBatchingTests(SendPathBatchingTests.Fixture fixture) : IClassFixture<SendPathBatchingTests.Fixture>
 {
     private readonly Fixture _f = fixture;
 
@@ -102,7 +102,7 @@ public sealed partial class SendPathBatchingTests(SendPathBatchingTests.Fixture 
         {
             byte[] withSendPath = await ExchangeToCloseAsync(_f.Host.Http, request, slow);
             byte[] kestrel = await ExchangeToCloseAsync(_f.Host.HttpCopy, request, slow);
-            Assert.Equal(WithoutDate(kestrel), WithoutDate(withSendPath));
+            Assert.Equal(LaneHost.WithoutDates(kestrel), LaneHost.WithoutDates(withSendPath));
             Assert.Equal(37, Regex.Count(Encoding.Latin1.GetString(withSendPath), "HTTP/1.1 (200|206) "));
         }
     }
@@ -198,9 +198,4 @@ public sealed partial class SendPathBatchingTests(SendPathBatchingTests.Fixture 
         => RawHttp.ExchangeToCloseAsync(address, request, slow ? SlowReader : ReadPace.Fast, TimeSpan.FromSeconds(60));
 
     private static readonly ReadPace SlowReader = new(8192, 3000, PauseEvery: 16, Pause: TimeSpan.FromMilliseconds(5));
-
-    private static string WithoutDate(byte[] response) => DateLine().Replace(Encoding.Latin1.GetString(response), "Date: -\r\n");
-
-    [GeneratedRegex("Date: [^\r]*\r\n")]
-    private static partial Regex DateLine();
 }
