@@ -43,7 +43,7 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
 
     // A flush's bytes are copied into the last queued block when they are at most this many (and fit): small responses
     // and streamed lines then share blocks instead of holding one each.
-    internal const int MaxPackedBytes = 4 * 1024;
+    private const int MaxPackedBytes = 4 * 1024;
 
     private readonly ConnectionContext _connection;
     private readonly Socket _socket;
