@@ -177,23 +177,8 @@ public abstract partial class SendPathRandomFlushTestsBase(SendPathRandomFlushTe
             Match length = ContentLength().Match(head);
             if (head.Contains("Transfer-Encoding: chunked", StringComparison.OrdinalIgnoreCase))
             {
-                var decoded = new StringBuilder();
-                while (true)
-                {
-                    int lineEnd = all.IndexOf("\r\n", at, StringComparison.Ordinal);
-                    int size = int.Parse(all[at..lineEnd], NumberStyles.HexNumber, CultureInfo.InvariantCulture);
-                    at = lineEnd + 2;
-                    if (size == 0)
-                    {
-                        at += 2;
-                        break;
-                    }
-
-                    decoded.Append(all, at, size);
-                    at += size + 2;
-                }
-
-                body = decoded.ToString();
+                body = Encoding.Latin1.GetString(RawHttp.Dechunk(responses.AsSpan(at), out int consumed));
+                at += consumed;
             }
             else if (length.Success)
             {

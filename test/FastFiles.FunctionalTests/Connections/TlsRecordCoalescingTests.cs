@@ -153,7 +153,7 @@ public sealed class TlsRecordCoalescingTests : IDisposable
         byte[] body = bytes[(head + 4)..];
         if (chunked)
         {
-            body = Dechunk(body);
+            body = RawHttp.Dechunk(body, out _);
         }
 
         // The cancelled write whole or absent, then the last one; or a prefix of either, when the connection ended.
@@ -168,34 +168,6 @@ public sealed class TlsRecordCoalescingTests : IDisposable
             block.AsSpan().Fill((byte)(index + 1));
             return block;
         }
-    }
-
-    // The data of a chunked body as far as it arrived (a cut chunk gives its bytes so far).
-    private static byte[] Dechunk(byte[] chunked)
-    {
-        var data = new MemoryStream();
-        int at = 0;
-        while (at < chunked.Length)
-        {
-            int lineEnd = chunked.AsSpan(at).IndexOf("\r\n"u8);
-            if (lineEnd < 0)
-            {
-                break;
-            }
-
-            int size = int.Parse(Encoding.ASCII.GetString(chunked, at, lineEnd), System.Globalization.NumberStyles.HexNumber, null);
-            at += lineEnd + 2;
-            if (size == 0)
-            {
-                break;
-            }
-
-            int take = Math.Min(size, chunked.Length - at);
-            data.Write(chunked, at, take);
-            at += take + 2;
-        }
-
-        return data.ToArray();
     }
 
     [Fact]

@@ -174,4 +174,38 @@ public static class RawHttp
 
         return -1;
     }
+
+    /// <summary>
+    /// The data of a chunked body at the start of <paramref name="chunked"/>, as far as it arrived (a cut chunk gives its
+    /// bytes so far). <paramref name="consumed"/>: the bytes it took, through the last chunk's blank line when it came
+    /// (no trailers are expected).
+    /// </summary>
+    public static byte[] Dechunk(ReadOnlySpan<byte> chunked, out int consumed)
+    {
+        var data = new MemoryStream();
+        int at = 0;
+        while (at < chunked.Length)
+        {
+            int lineEnd = chunked[at..].IndexOf("\r\n"u8);
+            if (lineEnd < 0)
+            {
+                break;
+            }
+
+            int size = int.Parse(chunked.Slice(at, lineEnd), System.Globalization.NumberStyles.HexNumber, System.Globalization.CultureInfo.InvariantCulture);
+            at += lineEnd + 2;
+            if (size == 0)
+            {
+                at = Math.Min(at + 2, chunked.Length);
+                break;
+            }
+
+            int take = Math.Min(size, chunked.Length - at);
+            data.Write(chunked.Slice(at, take));
+            at = Math.Min(at + take + 2, chunked.Length);
+        }
+
+        consumed = at;
+        return data.ToArray();
+    }
 }
