@@ -287,6 +287,11 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
                 }
             }
 
+            await using (Session after = await Session.OpenAsync(_addresses[endpoint], 1 << 20))
+            {
+                await AssertWholeAsync(after, 1, prefix, "/big.bin");
+            }
+
             await AssertCleanAsync();
         });
     }
@@ -336,7 +341,7 @@ public sealed class Http2StreamResetTests : IAsyncLifetime
 
     // Descriptors back to what the file caches held after the warm-up, every send-path block back, the TLS pool sane,
     // nothing logged at Error, and a new connection on every endpoint served whole (the cached body: each test fetches the
-    // large one whole after its resets, on the connection that had them).
+    // large one whole itself after its resets or GOAWAYs).
     private async Task AssertCleanAsync(string? allowCached = null)
     {
         DateTime deadline = DateTime.UtcNow + TimeSpan.FromSeconds(10);

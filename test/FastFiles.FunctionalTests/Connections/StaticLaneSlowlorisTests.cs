@@ -29,9 +29,10 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
 
     }
 
-    // A header the lane leaves to the app, then more lines: Kestrel would still be waiting for the header section.
+    // What the dribbled requests of the first test below turn into.
     private static readonly (string Name, string Turn)[] DribbledTurns =
     [
+        // A header the lane leaves to the app, then more lines: Kestrel would still be waiting for the header section.
         ("unhandled header", "Authorization: Basic eDp5\r\n"),
         ("framing header", "Transfer-Encoding: chunked\r\n"),
         // A valid Content-Length: Kestrel accepts the line and waits for the rest of the header section.
