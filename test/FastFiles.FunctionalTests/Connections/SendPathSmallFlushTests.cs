@@ -84,8 +84,9 @@ public abstract class SendPathSmallFlushTestsBase(SendPathSmallFlushTestsBase.Fi
             // Reading again, the client gets the three answers whole and in order: no packed flush was lost, reordered
             // or written over. First a larger receive buffer: with 4 KiB the receive window can settle just under the
             // server's segment size, and Linux then sends only when its persist timer fires, a few KB/s (2 stalls in
-            // about 100 rounds of this exchange, the writer holding nothing and the kernel 1.6 MB; none in 300 with 1 MiB).
-            socket.ReceiveBufferSize = 1024 * 1024;
+            // about 100 rounds of this exchange, the writer holding nothing and the kernel 1.6 MB; none in 300 rounds
+            // with 256 KiB).
+            socket.ReceiveBufferSize = 256 * 1024;
             using var stream = new NetworkStream(socket, ownsSocket: false);
             var reader = new HttpConnectionReader(stream);
             for (int i = 0; i < 3; i++)
