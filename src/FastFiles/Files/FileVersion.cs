@@ -47,6 +47,7 @@ internal sealed class FileVersion : IDisposable
         long ticks = stamp.ModifiedTicks;
         LastModified = lastModified ?? LastModifiedOf(ticks, ChangeTicks(stamp));
         LastModifiedHeader = lastModifiedHeader ?? HeaderUtilities.FormatDate(LastModified);
+        _dateLagUntil = DateLagUntil(LastModified);
         _stampETag = etag ?? FormatETag(ticks, stamp.Length, contentEncoding);
     }
 
@@ -68,6 +69,40 @@ internal sealed class FileVersion : IDisposable
     public DateTimeOffset LastModified { get; private set; }
 
     public string LastModifiedHeader { get; private set; }
+
+    // Kestrel refreshes its Date once a second (on its heartbeat), so for a second or so after a file is written a
+    // response can carry a Last-Modified one second after its Date, which RFC 9110 8.8.2.1 forbids. Until this time
+    // (UTC ticks; 0 once past) responses set Date from the clock. The margin allows for a heartbeat running late.
+    private long _dateLagUntil;
+
+    private static readonly long s_dateLagWindow = 5 * TimeSpan.TicksPerSecond;
+
+    private static long DateLagUntil(DateTimeOffset lastModified)
+    {
+        long until = lastModified.UtcTicks + s_dateLagWindow;
+        return until > DateTime.UtcNow.Ticks ? until : 0;
+    }
+
+    /// <summary>
+    /// Whether a response sent now must set its own Date: Kestrel's may still be earlier than
+    /// <see cref="LastModified"/>. False, without reading the clock, for every version older than a few seconds.
+    /// </summary>
+    public bool DateMayPrecedeLastModified()
+    {
+        long until = _dateLagUntil;
+        if (until == 0)
+        {
+            return false;
+        }
+
+        if (DateTime.UtcNow.Ticks < until)
+        {
+            return true;
+        }
+
+        _dateLagUntil = 0;
+        return false;
+    }
 
     /// <summary>
     /// A strong validator (RFC 9110 8.8.3): the content hash's tag when this version has one, else the stamp's;
@@ -187,6 +222,7 @@ internal sealed class FileVersion : IDisposable
         {
             LastModified = LastModifiedOf(date.UtcTicks, 0);
             LastModifiedHeader = HeaderUtilities.FormatDate(LastModified);
+            _dateLagUntil = DateLagUntil(LastModified);
         }
 
         if (etag is not null)

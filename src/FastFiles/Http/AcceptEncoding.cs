@@ -120,9 +120,10 @@ internal readonly struct AcceptEncoding
             }
         }
 
-        // Only an identity the client ranked itself competes on quality: an unlisted identity is acceptable but
-        // not preferred, or "gzip;q=0.9" (any q below 1) would never get the sidecar.
-        int identity = _identity != Unset ? _identity : 0;
+        // Only an identity the client ranked competes on quality, by name or through "*", which stands for every coding
+        // not listed, identity included (RFC 9110 12.5.3): "gzip;q=0.5, *" prefers identity. An identity not ranked at all
+        // is acceptable but not preferred, or "gzip;q=0.9" (any q below 1) would never get the sidecar.
+        int identity = _identity != Unset ? _identity : (_star != Unset ? _star : 0);
         return bestQ > 0 && bestQ >= identity ? best : ContentCodings.None;
     }
 

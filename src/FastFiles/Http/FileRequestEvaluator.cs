@@ -75,8 +75,10 @@ internal static class FileRequestEvaluator
     public static int EvaluatePreconditions(
         in FileRequestHeaders headers, FileVersion file, bool isGetOrHead, RequestHeaderCache? parsed = null, DateTimeOffset? now = null)
     {
+        // A field is present when it has a line, even an empty one: an empty value is an empty list (RFC 9110 5.6.1), which
+        // matches nothing, so an empty If-Match fails and an empty If-None-Match still displaces If-Modified-Since.
         StringValues ifMatch = headers.IfMatch;
-        if (!StringValues.IsNullOrEmpty(ifMatch))
+        if (ifMatch.Count > 0)
         {
             // 13.1.1: strong comparison; a value that is neither "*" nor a list of entity-tags is a false condition.
             if (EntityTagMatcher.AnyMatches(ifMatch, file.ETag, strong: true) != true)
@@ -92,7 +94,7 @@ internal static class FileRequestEvaluator
         }
 
         StringValues ifNoneMatch = headers.IfNoneMatch;
-        if (!StringValues.IsNullOrEmpty(ifNoneMatch))
+        if (ifNoneMatch.Count > 0)
         {
             // 13.1.2: weak comparison; a match is 304 for GET/HEAD, 412 otherwise, and anything else (a malformed value
             // included) a true condition. 13.1.3: If-Modified-Since is then ignored.
@@ -114,7 +116,8 @@ internal static class FileRequestEvaluator
     /// <summary>RFC 9110 13.1.5: a Range applies only if If-Range (when present) names the current version.</summary>
     public static bool IfRangeAllows(StringValues ifRange, FileVersion file, RequestHeaderCache? parsed = null)
     {
-        if (StringValues.IsNullOrEmpty(ifRange))
+        // An empty If-Range is present and names no version: the full representation, as for any other invalid value.
+        if (ifRange.Count == 0)
         {
             return true;
         }

@@ -26,7 +26,7 @@ internal readonly struct FileRequestHeaders
 
     /// <summary>Whether a condition compares entity tags (If-Match, If-None-Match, If-Range).</summary>
     public bool HasEntityTagCondition
-        => !StringValues.IsNullOrEmpty(IfMatch) || !StringValues.IsNullOrEmpty(IfNoneMatch) || !StringValues.IsNullOrEmpty(IfRange);
+        => IfMatch.Count > 0 || IfNoneMatch.Count > 0 || IfRange.Count > 0;
 
     public static FileRequestHeaders From(IHeaderDictionary headers) => new()
     {

@@ -47,6 +47,12 @@ internal readonly struct FileResponsePlan
 
     public string? LastModified { get; private init; }
 
+    /// <summary>
+    /// Whether the sender sets Date from the clock: Last-Modified is so recent that the server's cached Date may be a
+    /// second earlier (RFC 9110 8.8.2.1).
+    /// </summary>
+    public bool DateFromClock { get; private init; }
+
     public string? CacheControl { get; private init; }
 
     public string? Vary { get; private init; }
@@ -147,6 +153,7 @@ internal readonly struct FileResponsePlan
         StatusCode = StatusCodes.Status304NotModified,
         ETag = ETag,
         LastModified = LastModified,
+        DateFromClock = DateFromClock,
         CacheControl = CacheControl,
         Vary = Vary,
     };
@@ -162,6 +169,7 @@ internal readonly struct FileResponsePlan
         Body = body,
         ETag = reuseStrings ? file.ETag : file.FreshETag(),
         LastModified = reuseStrings ? file.LastModifiedHeader : file.FreshLastModifiedHeader(),
+        DateFromClock = file.DateMayPrecedeLastModified(),
         CacheControl = settings.CacheControl,
         Vary = VaryOf(settings),
         // RFC 9110 14.6: with several parts the media type moves into each part.

@@ -318,6 +318,10 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         if (plan.LastModified is not null)
         {
             headers.LastModified = plan.LastModified;
+            if (plan.DateFromClock)
+            {
+                headers.Date = HttpDateClock.Current;
+            }
         }
 
         if (plan.CacheControl is not null)

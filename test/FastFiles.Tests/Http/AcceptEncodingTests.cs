@@ -29,6 +29,13 @@ public sealed class AcceptEncodingTests
     [InlineData("*;q=0", All, (int)ContentCodings.None)]
     [InlineData("*, br;q=0", All, (int)ContentCodings.Zstd)]
     [InlineData("*, br;q=0, zstd;q=0", All, (int)ContentCodings.Gzip)]
+    // "*" ranks every coding not listed, identity included (RFC 9110 12.5.3).
+    [InlineData("gzip;q=0.5, *", (int)ContentCodings.Gzip, (int)ContentCodings.None)]
+    [InlineData("gzip;q=0.5, *;q=0.9", (int)ContentCodings.Gzip, (int)ContentCodings.None)]
+    [InlineData("gzip;q=0.5, *;q=0.4", (int)ContentCodings.Gzip, (int)ContentCodings.Gzip)]
+    [InlineData("gzip, *", (int)ContentCodings.Gzip, (int)ContentCodings.Gzip)]
+    [InlineData("gzip;q=0.5, *", All, (int)ContentCodings.Brotli)]
+    [InlineData("gzip;q=0.5, *, identity;q=0.1", (int)ContentCodings.Gzip, (int)ContentCodings.Gzip)]
     [InlineData("gzip;q=0.5, identity;q=0.8", All, (int)ContentCodings.None)]
     [InlineData("gzip;q=0.8, identity;q=0.8", All, (int)ContentCodings.Gzip)]
     [InlineData("gzip;q=0.1, identity;q=0", All, (int)ContentCodings.Gzip)]

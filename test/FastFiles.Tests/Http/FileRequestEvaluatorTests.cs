@@ -53,6 +53,9 @@ public sealed class FileRequestEvaluatorTests : IDisposable
         { "If-Match weak current (strong comparison fails)", Method.Get, ["If-Match", "W/{etag}"], 412, 0, Length },
         { "If-Match other on HEAD", Method.Head, ["If-Match", "\"other\""], 412, 0, Length },
         { "If-Match fails before If-None-Match is looked at", Method.Get, ["If-Match", "\"other\"", "If-None-Match", "{etag}"], 412, 0, Length },
+        // 5.6.1: an empty field value is an empty list, present but naming no tag (as "," is).
+        { "If-Match empty fails", Method.Get, ["If-Match", ""], 412, 0, Length },
+        { "If-Match empty list fails", Method.Get, ["If-Match", ","], 412, 0, Length },
 
         // 13.1.4 If-Unmodified-Since, only without If-Match.
         { "If-Unmodified-Since before Last-Modified", Method.Get, ["If-Unmodified-Since", "Thu, 01 Jan 2026 00:00:00 GMT"], 412, 0, Length },
@@ -71,6 +74,8 @@ public sealed class FileRequestEvaluatorTests : IDisposable
         { "If-None-Match other", Method.Get, ["If-None-Match", "\"other\""], 200, 0, Length },
         { "If-None-Match current on POST", Method.Post, ["If-None-Match", "{etag}"], 412, 0, Length },
         { "If-None-Match other wins over a matching If-Modified-Since", Method.Get, ["If-None-Match", "\"other\"", "If-Modified-Since", "Fri, 02 Jan 2026 03:04:05 GMT"], 200, 0, Length },
+        { "If-None-Match empty still displaces If-Modified-Since", Method.Get, ["If-None-Match", "", "If-Modified-Since", "Fri, 02 Jan 2026 03:04:05 GMT"], 200, 0, Length },
+        { "If-None-Match empty list still displaces If-Modified-Since", Method.Get, ["If-None-Match", ",", "If-Modified-Since", "Fri, 02 Jan 2026 03:04:05 GMT"], 200, 0, Length },
 
         // 13.1.3 If-Modified-Since: GET and HEAD only; invalid or future dates are ignored.
         { "If-Modified-Since equal to Last-Modified", Method.Get, ["If-Modified-Since", "Fri, 02 Jan 2026 03:04:05 GMT"], 304, 0, Length },
@@ -109,6 +114,7 @@ public sealed class FileRequestEvaluatorTests : IDisposable
         { "If-Range equal date", Method.Get, ["Range", "bytes=0-99", "If-Range", "Fri, 02 Jan 2026 03:04:05 GMT"], 206, 0, 100 },
         { "If-Range other date", Method.Get, ["Range", "bytes=0-99", "If-Range", "Sat, 03 Jan 2026 03:04:05 GMT"], 200, 0, Length },
         { "If-Range malformed", Method.Get, ["Range", "bytes=0-99", "If-Range", "garbage"], 200, 0, Length },
+        { "If-Range empty names no version", Method.Get, ["Range", "bytes=0-99", "If-Range", ""], 200, 0, Length },
         { "If-Range with two values", Method.Get, ["Range", "bytes=0-99", "If-Range", "{etag}", "If-Range", "{etag}"], 200, 0, Length },
         { "If-Range without Range", Method.Get, ["If-Range", "\"other\""], 200, 0, Length },
         { "If-Range other ETag with an unsatisfiable range", Method.Get, ["Range", "bytes=5000-", "If-Range", "\"other\""], 200, 0, Length },
