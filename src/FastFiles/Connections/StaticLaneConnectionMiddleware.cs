@@ -32,8 +32,8 @@ namespace FastFiles.Connections;
 /// Kestrel does (a large one arriving quickly is handed to Kestrel, whose header limits then apply; a dribbled one stays
 /// until its header section is complete, so Kestrel's header timer never starts afresh); a client that does not read
 /// its responses is aborted under <see cref="KestrelServerLimits.MinResponseDataRate"/>; on graceful shutdown the
-/// response in flight is finished, a request already arriving is awaited and answered with Connection: close, and the
-/// connection closed. Kestrel's connection limit
+/// response in flight is finished, a request already arriving is awaited and answered with Connection: close (by the
+/// lane, or by Kestrel when the lane hands it off: <see cref="StaticLaneShutdownHandOff"/>), and the connection closed. Kestrel's connection limit
 /// (<see cref="KestrelServerLimits.MaxConcurrentConnections"/>) is applied before any connection middleware runs.
 /// </remarks>
 internal sealed class StaticLaneConnectionMiddleware
@@ -109,6 +109,7 @@ internal sealed class StaticLaneConnectionMiddleware
         SendPathWriter? sendPath = output as SendPathWriter;
         var connection = new LaneConnection(_heartbeat, context, input, context.Features.Get<IConnectionLifetimeNotificationFeature>());
         string? handOff = null;
+        StaticLaneShutdownHandOff? deferral = null;
 
         // A request that has arrived in part: how many reads it has taken so far, and the deadline for the rest.
         int partialReads = 0;
@@ -271,17 +272,22 @@ internal sealed class StaticLaneConnectionMiddleware
 
                 partialReads = 0;
 
-                // After shutdown was requested a request the lane does not answer is dropped with the connection: Kestrel
-                // stops between requests too, and handed this connection now it would close it before reading anything.
-                if (unhandled && !close && !connection.CloseRequested)
+                if (unhandled && !close)
                 {
                     // Kestrel's first read sees exactly the bytes from the unhandled request on (consumed and examined).
                     input.AdvanceTo(consumed);
-                    if (connection.HandOff())
+                    if (connection.HandOff(out bool closeRequested))
                     {
                         // A timer's cancellation raced with the read: take it here so Kestrel's first read does not see it.
                         ReadResult stray = await input.ReadAsync();
                         input.AdvanceTo(stray.Buffer.Start);
+                    }
+
+                    // After shutdown was requested the request has begun to arrive: Kestrel answers it with Connection:
+                    // close, as it answers one it has begun to read itself, once it is shown the shutdown only then.
+                    if (closeRequested)
+                    {
+                        deferral = StaticLaneShutdownHandOff.Install(context, connection.Lifetime);
                     }
 
                     handOff = ReasonNames[(int)reason];
@@ -317,7 +323,20 @@ internal sealed class StaticLaneConnectionMiddleware
 
         _metrics.LaneHandedOff(handOff);
         Log.LaneHandedOff(_logger, context.ConnectionId, handOff);
-        await _next(context);
+        if (deferral is null)
+        {
+            await _next(context);
+            return;
+        }
+
+        try
+        {
+            await _next(context);
+        }
+        finally
+        {
+            deferral.Uninstall(context);
+        }
     }
 
     // Writes the whole response for the request at the start of rest, or nothing (returns false: hand off).

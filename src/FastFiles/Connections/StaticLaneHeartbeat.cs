@@ -60,6 +60,7 @@ internal sealed class LaneConnection : IDisposable
         _context = context;
         _input = input;
         heartbeat.Add(this);
+        Lifetime = lifetime;
         if (lifetime is not null)
         {
             _closing = lifetime.ConnectionClosedRequested.Register(static state => ((LaneConnection)state!).OnCloseRequested(), this);
@@ -67,6 +68,9 @@ internal sealed class LaneConnection : IDisposable
     }
 
     public bool CloseRequested => _closeRequested;
+
+    /// <summary>The connection's own shutdown signal (Kestrel's), when it has one.</summary>
+    public IConnectionLifetimeNotificationFeature? Lifetime { get; }
 
     /// <summary>A wait ended by its deadline (keep-alive, or the rest of a request within RequestHeadersTimeout).</summary>
     public bool TimedOut
@@ -116,12 +120,16 @@ internal sealed class LaneConnection : IDisposable
         }
     }
 
-    /// <summary>The lane gives the connection to Kestrel; true when a cancellation is pending and must be taken first.</summary>
-    public bool HandOff()
+    /// <summary>
+    /// The lane gives the connection to Kestrel; true when a cancellation is pending and must be taken first.
+    /// <paramref name="closeRequested"/>: whether graceful shutdown began before (after it, Kestrel sees it itself).
+    /// </summary>
+    public bool HandOff(out bool closeRequested)
     {
         lock (_lock)
         {
             _handedOff = true;
+            closeRequested = _closeRequested;
             return _cancelPending;
         }
     }
