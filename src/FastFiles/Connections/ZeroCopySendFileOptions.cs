@@ -24,7 +24,9 @@ public sealed class ZeroCopySendFileOptions
     /// <summary>
     /// Files modified within this span of now (before or after) are copied instead of sent with sendfile(2). sendfile
     /// queues references to the page cache, so the kernel reads a body's bytes only when they leave (over loopback, when
-    /// the reader reads them): a write into the file in that time changes bytes already sent, and no check can see it.
+    /// the reader reads them): a write into the file in that time changes bytes already sent, and no check can see it;
+    /// a truncation zeroes the queued bytes that share a page-cache folio with the new end (nginx's sendfile has the
+    /// same exposure). Replacing a file by rename is safe: the old file's pages stay as they were.
     /// Copied bytes are fixed once read, and the copy path checks the file before the last ones leave, so a file being
     /// rewritten in place ends its response short instead. A recent modification time is what such a file has; files at
     /// rest keep sendfile. <see cref="TimeSpan.Zero"/> sends every file with sendfile.

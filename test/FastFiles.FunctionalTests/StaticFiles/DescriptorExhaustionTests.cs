@@ -114,6 +114,72 @@ public sealed class DescriptorExhaustionTests : IDisposable
         Assert.DoesNotContain(sample.Output, l => l.StartsWith("fail:", StringComparison.Ordinal) || l.StartsWith("crit:", StringComparison.Ordinal));
     }
 
+    /// <summary>
+    /// A body going out by sendfile(2) that must wait for socket room opens its file once more (/proc/self/fd: the
+    /// runtime's SendPacketsAsync takes only a FileStream of its own), after its headers have left. With no descriptor
+    /// to be had, the rest of the body is copied from the descriptor it already has: whole, on a connection that stays
+    /// open, as the copy path would send it.
+    /// </summary>
+    [Fact]
+    public async Task A_sendfile_body_that_cannot_open_its_file_again_is_finished_by_copy()
+    {
+        // More than the socket buffers hold with a 64 KiB receive buffer: the send must wait for room.
+        byte[] big = _files.Create("big.bin", 16 * 1024 * 1024);
+        File.SetLastWriteTimeUtc(_files.PathOf("big.bin"), DateTime.UtcNow.AddHours(-1));
+        await using SampleProcess sample = await SampleProcess.StartAsync(_files.Root);
+        using var timeout = new CancellationTokenSource(TimeSpan.FromMinutes(1));
+        using Socket socket = await RawHttp.ConnectAsync(sample.Http, receiveBufferSize: 64 * 1024);
+        using var connection = new NetworkStream(socket, ownsSocket: false);
+
+        // The first response leaves the file's descriptor in the cache: the next one needs no open before its headers.
+        RawResponse first = await RawHttp.ExchangeAsync(connection, "/big.bin", timeout.Token);
+        Assert.Equal(200, first.Status);
+        Assert.Equal(TestFiles.Sha256(big), TestFiles.Sha256(first.Body));
+
+        string limits = await PrlimitAsync($"--pid {sample.ProcessId} --nofile --output SOFT,HARD --noheadings");
+        string[] original = limits.Split(' ', StringSplitOptions.RemoveEmptyEntries);
+        RawResponse? second = null;
+        IOException? ended = null;
+        await PrlimitAsync($"--pid {sample.ProcessId} --nofile=3:{original[1]}");
+        try
+        {
+            second = await RawHttp.ExchangeAsync(connection, "/big.bin", timeout.Token);
+        }
+        catch (IOException ex)
+        {
+            ended = ex;
+        }
+        finally
+        {
+            if (sample.IsRunning)
+            {
+                await PrlimitAsync($"--pid {sample.ProcessId} --nofile={original[0]}:{original[1]}", mayHaveExited: sample);
+            }
+        }
+
+        if (second is null)
+        {
+            // Only the runtime's abort (a thread started while no descriptor was left, see the remarks) may end it.
+            for (int i = 0; i < 20 && sample.IsRunning; i++)
+            {
+                await Task.Delay(50);
+            }
+
+            Assert.False(sample.IsRunning, $"the connection ended mid-body: {ended}");
+            Assert.Contains("Out of memory.", sample.Output);
+            return;
+        }
+
+        Assert.Equal(200, second.Status);
+        Assert.Equal(TestFiles.Sha256(big), TestFiles.Sha256(second.Body));
+
+        // The connection goes on.
+        RawResponse third = await RawHttp.ExchangeAsync(connection, "/big.bin", timeout.Token);
+        Assert.Equal(200, third.Status);
+        Assert.Equal(big.Length, third.Body.Length);
+        Assert.DoesNotContain(sample.Output, l => l.StartsWith("fail:", StringComparison.Ordinal) || l.StartsWith("crit:", StringComparison.Ordinal));
+    }
+
     public void Dispose() => _files.Dispose();
 
     // mayHaveExited: the process can abort (see the remarks) between the check and prlimit; then prlimit's failure is moot.

@@ -311,6 +311,8 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     {
         bool fileAdded = false;
         FileStream? reopened = null;
+        bool copying = false;
+        long copiedBytes = 0;
         long fileBytes = 0;
         try
         {
@@ -366,9 +368,33 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                         case SendFileOutcome.EndOfFile:
                             return Truncated();
                         case SendFileOutcome.WouldBlock:
-                            reopened ??= Reopen(file);
+                            if (reopened is null && !copying)
+                            {
+                                reopened = TryReopen(file, out string? why);
+                                if (reopened is null)
+                                {
+                                    // The headers have left: the rest of this body goes by copy, as the copy path would
+                                    // send it, rather than ending a response the copy path would complete.
+                                    copying = true;
+                                    Fallback(why!, end - position);
+                                }
+                            }
+
+                            if (copying)
+                            {
+                                int copied = await CopyChunkAsync(file, position, stop, end, rate, fileBytes - (end - position), started);
+                                if (copied < 0)
+                                {
+                                    return Truncated();
+                                }
+
+                                position += copied;
+                                copiedBytes += copied;
+                                break;
+                            }
+
                             int chunk = (int)Math.Min(stop - position, MaxSendFileChunk);
-                            long sent = await SendFileSlowAsync(reopened, position, chunk, rate, fileBytes - (end - position), started);
+                            long sent = await SendFileSlowAsync(reopened!, position, chunk, rate, fileBytes - (end - position), started);
                             if (sent > 0)
                             {
                                 position += sent;
@@ -405,10 +431,10 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                 return FileSendStatus.ClientDisconnected;
             }
 
-            _metrics.SendPathSent(fileBytes, sendfile: true);
-            if (count > fileBytes)
+            _metrics.SendPathSent(fileBytes - copiedBytes, sendfile: true);
+            if (count - fileBytes + copiedBytes > 0)
             {
-                _metrics.SendPathSent(count - fileBytes, sendfile: false);
+                _metrics.SendPathSent(count - fileBytes + copiedBytes, sendfile: false);
             }
 
             return FileSendStatus.Completed;
@@ -744,10 +770,61 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     /// The same open file as an asynchronous <see cref="FileStream"/>, which <see cref="SendPacketsElement"/> requires:
     /// reopened through /proc/self/fd, so it is the same inode even if the path was replaced or removed since.
     /// </summary>
-    private static FileStream Reopen(SafeFileHandle file)
+    // The runtime's SendPacketsAsync takes only an asynchronous FileStream, which the cached descriptor is not: the same
+    // open file is opened again through /proc/self/fd. That needs a descriptor of its own (EMFILE when the process has
+    // none left) and the file's permissions as they are now (EACCES after a chmod); null, with the fallback reason,
+    // when it cannot be had.
+    private static FileStream? TryReopen(SafeFileHandle file, out string? reason)
     {
-        SafeFileHandle again = File.OpenHandle(
-            $"/proc/self/fd/{file.DangerousGetHandle()}", FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete, FileOptions.Asynchronous);
-        return new FileStream(again, FileAccess.Read, bufferSize: 0, isAsync: true);
+        try
+        {
+            SafeFileHandle again = File.OpenHandle(
+                $"/proc/self/fd/{file.DangerousGetHandle()}", FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete, FileOptions.Asynchronous);
+            reason = null;
+            return new FileStream(again, FileAccess.Read, bufferSize: 0, isAsync: true);
+        }
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+        {
+            reason = "reopen_failed";
+            return null;
+        }
+    }
+
+    /// <summary>
+    /// Reads up to one block of the file at <paramref name="position"/> (before <paramref name="stop"/>) and sends it as
+    /// the writer's own bytes, waiting for socket room under the body's rate deadline: one block in flight at a time.
+    /// Returns the bytes sent, or -1 when the file ended first (truncated). MSG_MORE unless the block ends the range at
+    /// <paramref name="end"/>.
+    /// </summary>
+    private async ValueTask<int> CopyChunkAsync(SafeFileHandle file, long position, long stop, long end, MinDataRate? rate, long sent, long started)
+    {
+        byte[] block = BlockPool.Rent();
+        int length = (int)Math.Min(stop - position, block.Length);
+        int read;
+        try
+        {
+            // pread(2) from the page cache, as the copy path reads bodies below its synchronous threshold.
+            read = RandomAccess.Read(file, block.AsSpan(0, length), position);
+        }
+        catch
+        {
+            BlockPool.Return(block);
+            throw;
+        }
+
+        if (read < length)
+        {
+            BlockPool.Return(block);
+            return -1;
+        }
+
+        lock (_sync)
+        {
+            _queued.Add((block, read));
+            _queuedBytes += read;
+        }
+
+        await SendHeldAsync(more: position + read < end, rate, sent, started);
+        return read;
     }
 }
