@@ -237,15 +237,16 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
 
     public override ValueTask<FlushResult> FlushAsync(CancellationToken cancellationToken = default)
     {
-        if (_cancelRequested)
-        {
-            _cancelRequested = false;
-            return new ValueTask<FlushResult>(FlushCanceled());
-        }
-
         _unflushed = 0;
         lock (_sync)
         {
+            // Read under the lock CancelPendingFlush sets it under: a cancel that found no flush waiting is this flush's.
+            if (_cancelRequested)
+            {
+                _cancelRequested = false;
+                return new ValueTask<FlushResult>(FlushCanceledLocked());
+            }
+
             if (!CommitForSend())
             {
                 return new ValueTask<FlushResult>(Closed);
@@ -324,16 +325,13 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
 
     // A flush canceled by CancelPendingFlush: as a Pipe's, its bytes are still committed and go out (sent now as far as
     // the socket takes them, the rest by the batching send), and only the wait for them is given up.
-    private FlushResult FlushCanceled()
+    // The caller holds _sync.
+    private FlushResult FlushCanceledLocked()
     {
-        _unflushed = 0;
-        lock (_sync)
+        if (CommitForSend() && !_holding && !_batchSending && !_batchQueued && !_ownerSending && _queued.Count > 0 && !SendQueuedInline(more: false))
         {
-            if (CommitForSend() && !_holding && !_batchSending && !_batchQueued && !_ownerSending && _queued.Count > 0 && !SendQueuedInline(more: false))
-            {
-                _batchQueued = true;
-                ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
-            }
+            _batchQueued = true;
+            ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
         }
 
         return Canceled;
@@ -611,9 +609,10 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
                 _batchDone.SetResult(Canceled);
                 return;
             }
-        }
 
-        _cancelRequested = true;
+            // No flush waits: the next one is canceled, as a Pipe's. Set under the lock, where a flush decides to wait.
+            _cancelRequested = true;
+        }
     }
 
     public override void Complete(Exception? exception = null)
