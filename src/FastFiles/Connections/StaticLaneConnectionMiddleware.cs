@@ -64,6 +64,8 @@ internal sealed class StaticLaneConnectionMiddleware
     private readonly StaticLaneRoot[] _roots;
     private readonly StaticLaneHeartbeat _heartbeat;
     private readonly LaneLimits _limits;
+    private const long KestrelHeartbeatMs = 1000;
+
     private readonly long _keepAliveTimeoutMs;
     private readonly long _requestHeadersTimeoutMs;
     private readonly MinDataRate? _minResponseDataRate;
@@ -82,8 +84,12 @@ internal sealed class StaticLaneConnectionMiddleware
         _roots = roots;
         _heartbeat = heartbeat;
         _limits = LaneLimits.From(limits);
-        _keepAliveTimeoutMs = (long)limits.KeepAliveTimeout.TotalMilliseconds;
-        _requestHeadersTimeoutMs = (long)limits.RequestHeadersTimeout.TotalMilliseconds;
+        // Kestrel adds one heartbeat (1 s) to every timeout it sets, so one set just before a tick is never cut short: its
+        // connections close between the timeout and two seconds past it. The lane, checked on a heartbeat of its own,
+        // adds the same, so a client sees one behaviour with the lane or without it. (An infinite timeout is
+        // TimeSpan.MaxValue here, which Kestrel's limits store for Timeout.InfiniteTimeSpan: far from overflowing.)
+        _keepAliveTimeoutMs = (long)limits.KeepAliveTimeout.TotalMilliseconds + KestrelHeartbeatMs;
+        _requestHeadersTimeoutMs = (long)limits.RequestHeadersTimeout.TotalMilliseconds + KestrelHeartbeatMs;
         _minResponseDataRate = limits.MinResponseDataRate;
         _metrics = metrics;
         _logger = logger;
