@@ -30,6 +30,9 @@ public sealed class CacheKeyTests : IAsyncLifetime
         // one that came after the first request would drop the entry that request built (a second miss, once in CI).
         // Over MaxCachedFileSize: the entry keeps the file's descriptor, one per entry.
         _big = _files.Create("www/big.bin", 200_000);
+        // The same for a directory's default file whose entry keeps its descriptor: created after the start, it lost
+        // its entry (and the descriptor the test looks for) to that event once in a full run.
+        _files.Create("www/site/index.html", 100_000);
         _host = await TestHost.StartAsync(app =>
         {
             app.UseFastFiles(new FastStaticFileOptions
@@ -90,7 +93,6 @@ public sealed class CacheKeyTests : IAsyncLifetime
     [Fact]
     public async Task A_deleted_default_file_is_not_held_open_by_its_directory()
     {
-        _files.Create("www/site/index.html", 100_000);
         Assert.Equal(200, (await RawHttp.SendAsync(_host.Http, "/site/")).Status);
         Assert.Single(OpenFileDescriptors.TargetsUnder(_files.PathOf("www/site")));
 

@@ -708,6 +708,14 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                 return;
             }
 
+            // The connection already failed (a client reset closes the socket before the wait is disarmed): the client
+            // left, it did not read too slowly, so nothing is aborted, logged or counted.
+            if (_failed || _socketHandle.IsClosed)
+            {
+                _rateArmed = false;
+                return;
+            }
+
             long acked = BytesAcked();
             double waited = (double)(now - _rateArmedAt) / Stopwatch.Frequency;
             if (acked >= 0 && _rateAcked >= 0 && acked - _rateAcked >= _rate!.BytesPerSecond * (waited - _rate.GracePeriod.TotalSeconds))
