@@ -179,13 +179,26 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
             key, identity.PhysicalPath!, identity, variants, stamps, settings with { VaryAcceptEncoding = vary, LogName = subpath }, precompressed,
             Environment.TickCount64, compressible);
 
-        // A change raced with the build: keep the entry for this response but make the next one re-check.
+        Insert(entry);
+
+        // A change raced with the build (the watcher's counter moved since the open). Looked at after the insert: an event
+        // counted later finds the entry and drops it itself. A file the change left as built keeps its entry, re-checked
+        // by the next request; one it deleted or replaced loses it now, with its kept descriptor, rather than holding a
+        // deleted file open until the path is asked for again. This response still answers from the entry: what it
+        // leases is refused once retired, and the version is then looked for again, as after an eviction.
         if (torn || Interlocked.Read(ref _generation) != generation)
         {
-            entry.MarkSuspect();
+            if (!torn && StillCurrent(entry))
+            {
+                entry.MarkSuspect();
+            }
+            else
+            {
+                Remove(entry);
+                return entry;
+            }
         }
 
-        Insert(entry);
         if (HashFailed(entry))
         {
             Remove(entry);
