@@ -24,7 +24,8 @@ public sealed class Http2TlsOutputStageOptions
     /// <remarks>
     /// Defaults to <see langword="null"/>: use <c>KestrelServerLimits.MaxResponseBufferSize</c> (64 KiB by default),
     /// or <see cref="UnboundedFallbackBufferSize"/> when that limit is <see langword="null"/> (unbounded), because the
-    /// stage never buffers without a bound. Values below 1 are rejected when the endpoint starts.
+    /// stage never buffers without a bound; Kestrel's 0 (no buffering) becomes 1 byte. Values below 1 set here are rejected
+    /// when the endpoint starts.
     /// </remarks>
     public long? MaxBufferSize { get; set; }
 
@@ -33,12 +34,18 @@ public sealed class Http2TlsOutputStageOptions
 
     internal long ResolveBound(long? kestrelMaxResponseBufferSize)
     {
-        long bound = MaxBufferSize ?? kestrelMaxResponseBufferSize ?? UnboundedFallbackBufferSize;
-        if (bound < 1)
+        if (MaxBufferSize is { } bound)
         {
-            throw new InvalidOperationException($"{nameof(Http2TlsOutputStageOptions)}.{nameof(MaxBufferSize)} must be at least 1; it is {bound}.");
+            if (bound < 1)
+            {
+                throw new InvalidOperationException($"{nameof(Http2TlsOutputStageOptions)}.{nameof(MaxBufferSize)} must be at least 1; it is {bound}.");
+            }
+
+            return bound;
         }
 
-        return bound;
+        // Kestrel's 0 means "buffer nothing": every flush waits for its bytes to be written. The stage's nearest bound is
+        // one byte (a pause threshold of 0 would mean never pausing).
+        return Math.Max(kestrelMaxResponseBufferSize ?? UnboundedFallbackBufferSize, 1);
     }
 }

@@ -271,6 +271,34 @@ public sealed class Http2TlsOutputStageTests : IDisposable
         Assert.True(stage.Statistics.PeakBufferedBytes > Length / 2, $"peak buffered {stage.Statistics.PeakBufferedBytes}");
     }
 
+    /// <summary>
+    /// Kestrel's MaxResponseBufferSize = 0 ("no buffering") is a valid limit: an endpoint with the stage starts with it,
+    /// bounds the stage at one byte, and serves a body whole.
+    /// </summary>
+    [Fact]
+    public async Task Kestrel_buffering_nothing_bounds_the_stage_at_one_byte()
+    {
+        const int Length = 1024 * 1024;
+        (TestHost host, Http2TlsOutputStageOptions stage) = await StartAsync(
+            o => o.Mode = Http2TlsOutputStageMode.AllProtocols,
+            k => k.Limits.MaxResponseBufferSize = 0);
+        await using TestHost _ = host;
+
+        (TcpClient tcpClient, SslStream tlsStream) = await TestCertificate.ConnectHttp11Async(host.Https.Port);
+        using TcpClient tcp = tcpClient;
+        await using SslStream tls = tlsStream;
+        await tls.WriteAsync(Encoding.ASCII.GetBytes($"GET /stream/{Length} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+        using var received = new MemoryStream();
+        await tls.CopyToAsync(received).WaitAsync(TimeSpan.FromSeconds(60));
+
+        byte[] response = received.ToArray();
+        int headerEnd = response.AsSpan().IndexOf("\r\n\r\n"u8);
+        Assert.True(headerEnd > 0, "no response head");
+        Assert.StartsWith("HTTP/1.1 200", Encoding.ASCII.GetString(response, 0, headerEnd));
+        Assert.True(response.AsSpan(headerEnd + 4).SequenceEqual(StageTestApp.Pattern.AsSpan(0, Length)), "the body differs");
+        Assert.Equal(1, stage.Statistics.ConnectionsStaged);
+    }
+
     [Fact]
     public async Task Stage_reports_decisions_and_bytes_as_metrics()
     {
