@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.IO.Pipelines;
 using System.Net.Security;
+using System.Security.Cryptography.X509Certificates;
 using FastFiles.Diagnostics;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Connections;
@@ -72,18 +73,31 @@ internal sealed class Http2TlsOutputStageConnectionMiddleware
     {
         IDuplexPipe tls = context.Transport;
         MemoryPool<byte> pool = context.Features.Get<IMemoryPoolFeature>()?.MemoryPool ?? MemoryPool<byte>.Shared;
-        var connection = new OutputStageConnection(tls, pool, _bound, _options.Statistics, _metrics, _logger, context.ConnectionId);
+        // An HTTP/1.x connection (AllProtocols) may have its client certificate asked for later (ClientCertificateMode
+        // .DelayCertificate): that renegotiation writes to the SslStream the drain writes to, so the two take turns.
+        ITlsConnectionFeature? tlsFeature = NegotiatedHttp2(context) ? null : context.Features.Get<ITlsConnectionFeature>();
+        var connection = new OutputStageConnection(tls, pool, _bound, _options.Statistics, _metrics, _logger, context.ConnectionId, exclusiveTls: tlsFeature is not null);
         _options.Statistics.Staged();
         Log.OutputStaged(_logger, context.ConnectionId, _bound);
 
         Task drain = connection.StartDraining();
         context.Transport = connection;
+        if (tlsFeature is not null)
+        {
+            context.Features.Set<ITlsConnectionFeature>(new StagedTlsConnectionFeature(tlsFeature, connection));
+        }
+
         try
         {
             await _next(context);
         }
         finally
         {
+            if (tlsFeature is not null)
+            {
+                context.Features.Set(tlsFeature);
+            }
+
             // Kestrel has completed its writer by now; completing again is a no-op, and covers a next that threw early.
             connection.CompleteWriter();
             await connection.LingerAsync(WaitForDrainAsync(context, drain));
@@ -118,5 +132,20 @@ internal sealed class Http2TlsOutputStageConnectionMiddleware
             context.Abort(new ConnectionAbortedException("The client did not read the end of the response in time."));
             await drain;
         }
+    }
+
+    /// <summary>The connection's TLS feature, with a delayed certificate negotiation taking its turn with the drain.</summary>
+    private sealed class StagedTlsConnectionFeature(ITlsConnectionFeature inner, OutputStageConnection stage) : ITlsConnectionFeature
+    {
+        public X509Certificate2? ClientCertificate
+        {
+            get => inner.ClientCertificate;
+            set => inner.ClientCertificate = value;
+        }
+
+        public Task<X509Certificate2?> GetClientCertificateAsync(CancellationToken cancellationToken)
+            => inner.ClientCertificate is { } known
+                ? Task.FromResult<X509Certificate2?>(known)
+                : stage.TlsExclusiveAsync(inner.GetClientCertificateAsync, cancellationToken);
     }
 }

@@ -24,9 +24,17 @@ internal sealed class OutputStageConnection : IDuplexPipe
     // Bytes in the pipe that Kestrel has flushed and the drain has not yet consumed; written by both sides.
     private long _backlog;
 
+    // On HTTP/1.x connections only: held by the drain around each write into TLS and by a delayed client-certificate
+    // negotiation (TlsExclusiveAsync), which writes to the same SslStream. Without the stage the app's own flush has
+    // finished before it asks for the certificate; with it the drain may still be writing (SslStream refuses a second
+    // write while one is pending). HTTP/2 never renegotiates, so its connections go without.
+    private readonly SemaphoreSlim? _tlsGate;
+
     public OutputStageConnection(
-        IDuplexPipe tls, MemoryPool<byte> pool, long bound, Http2TlsOutputStageStatistics statistics, FastFilesMetrics metrics, ILogger logger, string connectionId)
+        IDuplexPipe tls, MemoryPool<byte> pool, long bound, Http2TlsOutputStageStatistics statistics, FastFilesMetrics metrics, ILogger logger, string connectionId,
+        bool exclusiveTls = false)
     {
+        _tlsGate = exclusiveTls ? new SemaphoreSlim(1, 1) : null;
         _tls = tls;
         _statistics = statistics;
         _metrics = metrics;
@@ -49,6 +57,23 @@ internal sealed class OutputStageConnection : IDuplexPipe
     public PipeWriter Output => _writer;
 
     public Task StartDraining() => DrainAsync();
+
+    /// <summary>
+    /// Runs <paramref name="operation"/> (which writes to the TLS stream itself) while the drain writes nothing: after
+    /// the drain's write in progress, before its next one. Only on connections made with exclusive TLS access.
+    /// </summary>
+    public async Task<T> TlsExclusiveAsync<T>(Func<CancellationToken, Task<T>> operation, CancellationToken cancellationToken)
+    {
+        await _tlsGate!.WaitAsync(cancellationToken);
+        try
+        {
+            return await operation(cancellationToken);
+        }
+        finally
+        {
+            _tlsGate.Release();
+        }
+    }
 
     public void CompleteWriter() => _pipe.Writer.Complete();
 
@@ -129,14 +154,25 @@ internal sealed class OutputStageConnection : IDuplexPipe
                 long length = chunk.Length;
                 if (length > 0)
                 {
-                    CopyInRecordSizedSpans(chunk, tls);
+                    if (_tlsGate is not null)
+                    {
+                        await _tlsGate.WaitAsync();
+                    }
 
                     // The stage never cancels a TLS flush (see StageWriter.CancelPendingFlush); should one report IsCanceled
                     // anyway, its bytes are committed, so flush them again rather than leave a response's tail in the TLS
                     // writer. A write cancelled part-way has aborted the connection and reports completion instead.
                     FlushResult flush;
-                    while ((flush = await tls.FlushAsync()).IsCanceled && !flush.IsCompleted)
+                    try
                     {
+                        CopyInRecordSizedSpans(chunk, tls);
+                        while ((flush = await tls.FlushAsync()).IsCanceled && !flush.IsCompleted)
+                        {
+                        }
+                    }
+                    finally
+                    {
+                        _tlsGate?.Release();
                     }
 
                     if (flush.IsCompleted)
