@@ -29,18 +29,20 @@ internal sealed partial class PhysicalFileSource : FileSource
     // Under the root's real location as last read, or as it is now (the root link was swapped since).
     private bool UnderRealRoot(string real)
     {
-        if (real.StartsWith(_realRootWithSeparator, StringComparison.Ordinal))
+        // One read of the field: another request may re-read the root meanwhile, and comparing the new location with a
+        // second read would find them equal and refuse a path under it.
+        string known = _realRootWithSeparator;
+        if (real.StartsWith(known, StringComparison.Ordinal))
         {
             return true;
         }
 
         string now = RealRootWithSeparator();
-        if (string.Equals(now, _realRootWithSeparator, StringComparison.Ordinal))
+        if (!string.Equals(now, known, StringComparison.Ordinal))
         {
-            return false;
+            _realRootWithSeparator = now;
         }
 
-        _realRootWithSeparator = now;
         return real.StartsWith(now, StringComparison.Ordinal);
     }
 
@@ -53,6 +55,10 @@ internal sealed partial class PhysicalFileSource : FileSource
     {
         version = null;
         string path = MapPath(subpath);
+        // The root's real location as known before the open: a swap of the root link between the open and the check
+        // (another request may have re-read the root meanwhile) must not turn a file opened in the release the link
+        // named then into a 404.
+        string rootBefore = _realRootWithSeparator;
         try
         {
             version = FileVersion.Open(path, contentEncoding);
@@ -69,7 +75,7 @@ internal sealed partial class PhysicalFileSource : FileSource
             return LookupResult.NotFound;
         }
 
-        if (!_followLinksOutsideRoot && !IsInsideRoot(version.Handle!, path))
+        if (!_followLinksOutsideRoot && !IsInsideRoot(version.Handle!, path, rootBefore))
         {
             version.Dispose();
             version = null;
@@ -86,12 +92,12 @@ internal sealed partial class PhysicalFileSource : FileSource
     private bool IsInsideRoot(string path)
         => _followLinksOutsideRoot || UnderRealRoot(RealPath(path) + Path.DirectorySeparatorChar);
 
-    private bool IsInsideRoot(SafeFileHandle handle, string path)
+    private bool IsInsideRoot(SafeFileHandle handle, string path, string rootBefore)
     {
         // On Linux the kernel tells us where the open descriptor really points, with no window between check
         // and use; elsewhere resolve the path.
         string real = OperatingSystem.IsLinux() ? DescriptorPath(handle) ?? RealPath(path) : RealPath(path);
-        return UnderRealRoot(real);
+        return real.StartsWith(rootBefore, StringComparison.Ordinal) || UnderRealRoot(real);
     }
 
     private static unsafe string? DescriptorPath(SafeFileHandle handle)

@@ -28,6 +28,54 @@ public sealed class RootLinkSwapTests : IDisposable
         Assert.Equal(0, p.ExitCode);
     }
 
+    [System.Runtime.InteropServices.DllImport("libc", SetLastError = true)]
+    private static extern int rename(string from, string to);
+
+    /// <summary>
+    /// A file every release holds is never a 404 while the root link is swapped under running requests: a request that
+    /// opened it in the release the link named then is checked against that release, even if another request has
+    /// re-read the root since.
+    /// </summary>
+    [Fact]
+    public async Task A_file_in_every_release_is_never_a_404_while_the_root_link_is_swapped()
+    {
+        _files.Write("releases/1/a.txt", "one"u8.ToArray());
+        _files.Write("releases/2/a.txt", "two"u8.ToArray());
+        File.CreateSymbolicLink(_files.PathOf("current"), _files.PathOf("releases/1"));
+        // Without the file cache every request opens the file and checks where it really is.
+        await using TestHost host = await TestHost.StartAsync(
+            app => app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.PathOf("current")), ServeUnknownFileTypes = true }),
+            services => services.AddFastFiles(o => o.EnableFileCache = false));
+
+        using var running = new CancellationTokenSource(TimeSpan.FromSeconds(4));
+        var answers = new System.Collections.Concurrent.ConcurrentDictionary<string, int>();
+        async Task ReadAsync()
+        {
+            while (!running.IsCancellationRequested)
+            {
+                using HttpResponseMessage response = await host.SendAsync(Transport.Http11, "/a.txt");
+                string answer = $"{(int)response.StatusCode} {await response.Content.ReadAsStringAsync()}";
+                answers.AddOrUpdate(answer, 1, (_, n) => n + 1);
+            }
+        }
+
+        Task[] readers = [Task.Run(ReadAsync), Task.Run(ReadAsync)];
+        int swaps = 0;
+        while (!running.IsCancellationRequested)
+        {
+            // An atomic swap: a new link renamed over the old one.
+            string next = _files.PathOf(swaps++ % 2 == 0 ? "releases/2" : "releases/1");
+            File.CreateSymbolicLink(_files.PathOf("current.tmp"), next);
+            Assert.Equal(0, rename(_files.PathOf("current.tmp"), _files.PathOf("current")));
+            await Task.Delay(50);
+        }
+
+        await Task.WhenAll(readers);
+        string seen = string.Join(", ", answers.Select(a => $"{a.Key}: {a.Value}"));
+        Assert.True(answers.Keys.All(a => a is "200 one" or "200 two"), seen);
+        Assert.True(answers.ContainsKey("200 one") && answers.ContainsKey("200 two"), seen);
+    }
+
     private static Task<(HttpStatusCode Status, byte[] Body)> EventuallyAsync(TestHost host, string path, Func<(HttpStatusCode Status, byte[] Body), bool> done)
         => Poll.EventuallyAsync(
             async () =>
