@@ -77,8 +77,10 @@ public sealed class FastFilesOptions
     /// <remarks>
     /// Defaults to 1024: enough for the large files a site serves hot, and a small share of the process's descriptor
     /// limit. A deleted or replaced file's disk space stays allocated while its descriptor is open: until the cache
-    /// sees the change (usually within milliseconds through inotify; without notifications, at the next request after
-    /// <see cref="FileCacheRevalidationInterval"/>), or the entry is evicted.
+    /// sees the change (usually within milliseconds through inotify; without notifications, or where they do not reach
+    /// (a subdirectory behind a symbolic link, a swapped root link), at the next request after
+    /// <see cref="FileCacheRevalidationInterval"/>, or with no request within ten such intervals, at least a second),
+    /// or the entry is evicted.
     /// </remarks>
     public int MaxOpenFiles { get; set; } = 1024;
 

@@ -45,6 +45,9 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
     private long _generation;
     private int _openHandles;
 
+    // Looks at entries holding descriptors that no request has revalidated lately (see SweepDescriptors).
+    private readonly Timer _sweep;
+
     public FileCache(
         PhysicalFileSource source, string keyPrefix, FastFilesOptions options, FastFilesMetrics metrics, ILogger logger, bool contentHashETags = false,
         CompressionPolicy? compression = null)
@@ -58,6 +61,8 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         _logger = logger;
         _revalidateAfterMs = Math.Max(0, (long)options.FileCacheRevalidationInterval.TotalMilliseconds);
         _watcher = StartWatcher();
+        long sweepMs = SweepPeriodMs(_revalidateAfterMs);
+        _sweep = new Timer(static state => ((FileCache)state!).SweepDescriptors(), this, sweepMs, sweepMs);
         if (compression is not null)
         {
             _compressionQueue = StartCompressor();
@@ -573,9 +578,45 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         }
     }
 
+    // Ten revalidation intervals, at least a second: at most MaxOpenFiles statx(2) calls a period, for entries idle that long.
+    internal static long SweepPeriodMs(long revalidateAfterMs) => Math.Max(revalidateAfterMs, 100) * 10;
+
+    /// <summary>
+    /// Closes the descriptors of files that changed where the watcher does not see: a subdirectory reached through a
+    /// symbolic link (its events name the link's target, not the path the entry is keyed by), a root link swapped to
+    /// another release, a root directory deleted and made again. Requests revalidate the entries they use; this looks at
+    /// those holding descriptors that no request has revalidated for an interval, so a deleted file nobody asks for
+    /// again does not keep its disk space (nginx closes an unused descriptor after <c>open_file_cache inactive</c>).
+    /// </summary>
+    private void SweepDescriptors()
+    {
+        if (_stopping.IsCancellationRequested)
+        {
+            return;
+        }
+
+        try
+        {
+            long now = Environment.TickCount64;
+            foreach (CachedFile entry in _entries.Values)
+            {
+                if (entry.HoldsHandles && now - entry.ValidatedAt >= _revalidateAfterMs && !StillCurrent(entry))
+                {
+                    Invalidate(entry);
+                }
+            }
+        }
+        catch (Exception ex)
+        {
+            // A timer callback must not throw (the process would end); the next period looks again.
+            Log.DescriptorSweepFailed(_logger, ex);
+        }
+    }
+
     public void Dispose()
     {
         _stopping.Cancel();
+        _sweep.Dispose();
         _compressionQueue?.Writer.TryComplete();
         _watcher?.Dispose();
         _metrics.Unregister(this);

@@ -7,6 +7,9 @@ internal static partial class Log
     [LoggerMessage(5001, LogLevel.Debug, "Evicted {Count} cache entries; {Entries} entries and {Bytes} content bytes remain.", EventName = "CacheEvicted")]
     public static partial void Evicted(ILogger logger, int count, int entries, long bytes);
 
+    [LoggerMessage(5008, LogLevel.Warning, "Looking for changed files among cached entries holding descriptors failed.", EventName = "DescriptorSweepFailed")]
+    public static partial void DescriptorSweepFailed(ILogger logger, Exception exception);
+
     [LoggerMessage(5002, LogLevel.Warning, "File change notifications failed; the cache was cleared.", EventName = "WatcherError")]
     public static partial void WatcherError(ILogger logger, Exception exception);
 
