@@ -33,8 +33,9 @@ namespace FastFiles.Connections;
 /// until its header section is complete, so Kestrel's header timer never starts afresh); a client that does not read
 /// its responses is aborted under <see cref="KestrelServerLimits.MinResponseDataRate"/>; on graceful shutdown the
 /// response in flight is finished, a request already arriving is awaited and answered with Connection: close (by the
-/// lane, or by Kestrel when the lane hands it off: <see cref="StaticLaneShutdownHandOff"/>), and the connection closed. Kestrel's connection limit
-/// (<see cref="KestrelServerLimits.MaxConcurrentConnections"/>) is applied before any connection middleware runs.
+/// lane, or by Kestrel when the lane hands it off: <see cref="StaticLaneShutdownHandOff"/>), and the connection closed.
+/// Kestrel's connection limit (<see cref="KestrelServerLimits.MaxConcurrentConnections"/>) is applied before any
+/// connection middleware runs.
 /// </remarks>
 internal sealed class StaticLaneConnectionMiddleware
 {
@@ -58,14 +59,15 @@ internal sealed class StaticLaneConnectionMiddleware
     private const int StatusCodes304 = 304;
     private const int StatusCodes416 = 416;
 
+    // Kestrel's heartbeat, which its TimeoutControl adds to every timeout.
+    private const long KestrelHeartbeatMs = 1000;
+
     private static readonly string[] ReasonNames = Enum.GetNames<HandOffReason>().Select(n => n.ToLowerInvariant()).ToArray();
 
     private readonly ConnectionDelegate _next;
     private readonly StaticLaneRoot[] _roots;
     private readonly StaticLaneHeartbeat _heartbeat;
     private readonly LaneLimits _limits;
-    private const long KestrelHeartbeatMs = 1000;
-
     private readonly long _keepAliveTimeoutMs;
     private readonly long _requestHeadersTimeoutMs;
     private readonly MinDataRate? _minResponseDataRate;

@@ -775,13 +775,11 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     }
 
     /// <summary>
-    /// The same open file as an asynchronous <see cref="FileStream"/>, which <see cref="SendPacketsElement"/> requires:
-    /// reopened through /proc/self/fd, so it is the same inode even if the path was replaced or removed since.
+    /// The same open file as an asynchronous <see cref="FileStream"/>, which <see cref="SendPacketsElement"/> requires (the
+    /// cached descriptor is not one): reopened through /proc/self/fd, so it is the same inode even if the path was
+    /// replaced or removed since. That needs a descriptor of its own (EMFILE when the process has none left) and the
+    /// file's permissions as they are now (EACCES after a chmod); null, with the fallback reason, when it cannot be had.
     /// </summary>
-    // The runtime's SendPacketsAsync takes only an asynchronous FileStream, which the cached descriptor is not: the same
-    // open file is opened again through /proc/self/fd. That needs a descriptor of its own (EMFILE when the process has
-    // none left) and the file's permissions as they are now (EACCES after a chmod); null, with the fallback reason,
-    // when it cannot be had.
     private static FileStream? TryReopen(SafeFileHandle file, out string? reason)
     {
         try
