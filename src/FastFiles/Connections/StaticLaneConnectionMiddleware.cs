@@ -521,7 +521,7 @@ internal sealed class StaticLaneConnectionMiddleware
             fromDisk = false;
         }
 
-        ReadOnlySpan<byte> date = StaticLaneDate.Line;
+        ReadOnlySpan<byte> date = HttpDateClock.Line;
         try
         {
             written = status switch
@@ -638,7 +638,7 @@ internal sealed class StaticLaneConnectionMiddleware
     private int WriteClosingAnswer(PipeWriter output, ReadOnlySpan<byte> statusLine)
     {
         ReadOnlySpan<byte> head = "Content-Length: 0\r\nConnection: close\r\n"u8;
-        ReadOnlySpan<byte> date = StaticLaneDate.Line;
+        ReadOnlySpan<byte> date = HttpDateClock.Line;
         ReadOnlySpan<byte> server = _serverHeader ? "Server: Kestrel\r\n"u8 : default;
         output.Write(statusLine);
         output.Write(head);

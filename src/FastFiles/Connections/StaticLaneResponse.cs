@@ -152,29 +152,3 @@ internal sealed class StaticLaneResponse
     // reject anything else when it writes them).
     private static byte[] Ascii(string value) => Encoding.ASCII.GetBytes(value);
 }
-
-/// <summary>The Date header line, formatted at most once a second and shared (RFC 9110 6.6.1).</summary>
-internal static class StaticLaneDate
-{
-    private static DateLine s_current = new(0, []);
-
-    public static ReadOnlySpan<byte> Line
-    {
-        get
-        {
-            long second = DateTime.UtcNow.Ticks / TimeSpan.TicksPerSecond;
-            DateLine current = Volatile.Read(ref s_current);
-            if (current.Second != second)
-            {
-                // One allocation a second, shared by every connection.
-                current = new DateLine(second, Encoding.ASCII.GetBytes(
-                    "Date: " + new DateTime(second * TimeSpan.TicksPerSecond, DateTimeKind.Utc).ToString("r", CultureInfo.InvariantCulture) + "\r\n"));
-                Volatile.Write(ref s_current, current);
-            }
-
-            return current.Bytes;
-        }
-    }
-
-    private sealed record DateLine(long Second, byte[] Bytes);
-}
