@@ -459,10 +459,16 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     {
         byte[] block = bytes.Length <= BlockPool.BlockSize ? BlockPool.Rent() : BlockPool.RentLarge(bytes.Length);
         bytes.CopyTo(block);
+        QueueBlock(block, bytes.Length);
+    }
+
+    /// <summary>Queues a pool block holding <paramref name="length"/> bytes to send; the queue returns it once sent.</summary>
+    private void QueueBlock(byte[] block, int length)
+    {
         lock (_sync)
         {
-            _queued.Add((block, bytes.Length));
-            _queuedBytes += bytes.Length;
+            _queued.Add((block, length));
+            _queuedBytes += length;
         }
     }
 
@@ -824,12 +830,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             return -1;
         }
 
-        lock (_sync)
-        {
-            _queued.Add((block, read));
-            _queuedBytes += read;
-        }
-
+        QueueBlock(block, read);
         await SendHeldAsync(more: position + read < end, rate, sent, started);
         return read;
     }
