@@ -45,26 +45,8 @@ public sealed class DescriptorExhaustionTests : IDisposable
         Assert.Equal(200, (await RawHttp.ExchangeAsync(connection, "/small.txt?via=kestrel", timeout.Token)).Status);
         Assert.Equal(200, (await RawHttp.ExchangeAsync(connection, "/big.bin", timeout.Token)).Status);
 
-        string limits = await PrlimitAsync($"--pid {sample.ProcessId} --nofile --output SOFT,HARD --noheadings");
-        string[] original = limits.Split(' ', StringSplitOptions.RemoveEmptyEntries);
-        RawResponse? refused = null;
-        await PrlimitAsync($"--pid {sample.ProcessId} --nofile=3:{original[1]}");
-        try
-        {
-            refused = await RawHttp.ExchangeAsync(connection, ColdTarget, timeout.Token);
-        }
-        catch (IOException)
-        {
-            // The connection ended without an answer: only the runtime's abort below may explain that.
-        }
-        finally
-        {
-            if (sample.IsRunning)
-            {
-                await PrlimitAsync($"--pid {sample.ProcessId} --nofile={original[0]}:{original[1]}", mayHaveExited: sample);
-            }
-        }
-
+        // Without an answer (the connection ended), only the runtime's abort below may explain it.
+        (RawResponse? refused, _) = await ExchangeWithNoDescriptorLeftAsync(sample, connection, ColdTarget, timeout.Token);
         if (refused is null)
         {
             await sample.WaitForExitAsync(timeout.Token);
@@ -136,27 +118,7 @@ public sealed class DescriptorExhaustionTests : IDisposable
         Assert.Equal(200, first.Status);
         Assert.Equal(TestFiles.Sha256(big), TestFiles.Sha256(first.Body));
 
-        string limits = await PrlimitAsync($"--pid {sample.ProcessId} --nofile --output SOFT,HARD --noheadings");
-        string[] original = limits.Split(' ', StringSplitOptions.RemoveEmptyEntries);
-        RawResponse? second = null;
-        IOException? ended = null;
-        await PrlimitAsync($"--pid {sample.ProcessId} --nofile=3:{original[1]}");
-        try
-        {
-            second = await RawHttp.ExchangeAsync(connection, "/big.bin", timeout.Token);
-        }
-        catch (IOException ex)
-        {
-            ended = ex;
-        }
-        finally
-        {
-            if (sample.IsRunning)
-            {
-                await PrlimitAsync($"--pid {sample.ProcessId} --nofile={original[0]}:{original[1]}", mayHaveExited: sample);
-            }
-        }
-
+        (RawResponse? second, IOException? ended) = await ExchangeWithNoDescriptorLeftAsync(sample, connection, "/big.bin", timeout.Token);
         if (second is null)
         {
             // Only the runtime's abort (a thread started while no descriptor was left, see the remarks) may end it.
@@ -181,6 +143,31 @@ public sealed class DescriptorExhaustionTests : IDisposable
     }
 
     public void Dispose() => _files.Dispose();
+
+    // One exchange while the process's descriptor limit is 3, below what it holds (every open fails with EMFILE), then
+    // the limit as it was. No response, with the exception, when the connection ended without an answer.
+    private static async Task<(RawResponse? Response, IOException? Ended)> ExchangeWithNoDescriptorLeftAsync(
+        SampleProcess sample, Stream connection, string target, CancellationToken cancellationToken)
+    {
+        string limits = await PrlimitAsync($"--pid {sample.ProcessId} --nofile --output SOFT,HARD --noheadings");
+        string[] original = limits.Split(' ', StringSplitOptions.RemoveEmptyEntries);
+        await PrlimitAsync($"--pid {sample.ProcessId} --nofile=3:{original[1]}");
+        try
+        {
+            return (await RawHttp.ExchangeAsync(connection, target, cancellationToken), null);
+        }
+        catch (IOException ex)
+        {
+            return (null, ex);
+        }
+        finally
+        {
+            if (sample.IsRunning)
+            {
+                await PrlimitAsync($"--pid {sample.ProcessId} --nofile={original[0]}:{original[1]}", mayHaveExited: sample);
+            }
+        }
+    }
 
     // mayHaveExited: the process can abort (see the remarks) between the check and prlimit; then prlimit's failure is moot.
     private static async Task<string> PrlimitAsync(string arguments, SampleProcess? mayHaveExited = null)
