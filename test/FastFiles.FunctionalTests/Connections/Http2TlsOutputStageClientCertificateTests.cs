@@ -2,7 +2,6 @@ using System.Net;
 using System.Net.Security;
 using System.Net.Sockets;
 using System.Security.Authentication;
-using System.Security.Cryptography;
 using System.Security.Cryptography.X509Certificates;
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
@@ -60,18 +59,11 @@ public sealed class Http2TlsOutputStageClientCertificateTests
                 }
             }));
 
-        using X509Certificate2 clientCertificate = ClientCertificate();
         // A small receive buffer: the first part is still being written when the app asks for the certificate.
-        using var tcp = new TcpClient { ReceiveBufferSize = 4096 };
-        await tcp.ConnectAsync(IPAddress.Loopback, host.Addresses[^1].Port);
-        await using var tls = new SslStream(tcp.GetStream(), false, (_, _, _, _) => true, (_, _, _, _, _) => clientCertificate);
-        await tls.AuthenticateAsClientAsync(new SslClientAuthenticationOptions
-        {
-            TargetHost = "localhost",
-            EnabledSslProtocols = protocol,
-            ApplicationProtocols = [SslApplicationProtocol.Http11],
-            ClientCertificates = [clientCertificate],
-        });
+        (TcpClient tcpClient, SslStream tlsStream) = await TestCertificate.ConnectHttp11Async(
+            host.Addresses[^1].Port, clientCertificate: TestCertificate.Client, protocols: protocol);
+        using TcpClient tcp = tcpClient;
+        await using SslStream tls = tlsStream;
         await tls.WriteAsync(Encoding.ASCII.GetBytes("GET /cert HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
         using var received = new MemoryStream();
         await tls.CopyToAsync(received).WaitAsync(TimeSpan.FromSeconds(60));
@@ -82,14 +74,5 @@ public sealed class Http2TlsOutputStageClientCertificateTests
         Assert.True(body.AsSpan(0, Math.Min(FirstPart, body.Length)).SequenceEqual(part), $"the first part differs ({body.Length} body bytes)");
         Assert.Equal("cert:CN=client", Encoding.ASCII.GetString(body, FirstPart, body.Length - FirstPart));
         logs.AssertNoErrors();
-    }
-
-    private static X509Certificate2 ClientCertificate()
-    {
-        using var key = ECDsa.Create(ECCurve.NamedCurves.nistP256);
-        var request = new CertificateRequest("CN=client", key, HashAlgorithmName.SHA256);
-        request.CertificateExtensions.Add(new X509EnhancedKeyUsageExtension([new Oid("1.3.6.1.5.5.7.3.2")], false));
-        using X509Certificate2 certificate = request.CreateSelfSigned(DateTimeOffset.UtcNow.AddDays(-1), DateTimeOffset.UtcNow.AddDays(30));
-        return X509CertificateLoader.LoadPkcs12(certificate.Export(X509ContentType.Pkcs12), password: null);
     }
 }
