@@ -204,6 +204,41 @@ public sealed partial class LaneHost : IAsyncDisposable
         }
     }
 
+    /// <summary>
+    /// Graceful shutdown while a request is arriving: sends <paramref name="first"/> to the endpoint without the lane and
+    /// to the lane's, begins <see cref="StopAsync"/> once both servers have read it, sends <paramref name="rest"/>, and
+    /// returns what each answered until it closed (Date blanked), once the host has stopped.
+    /// </summary>
+    public async Task<(string Kestrel, string Lane)> ExchangeAcrossShutdownAsync(string first, string rest)
+    {
+        var connections = new List<(Socket Socket, Stream Stream)> { await ConnectAsync(Plain), await ConnectAsync(Lane) };
+        foreach ((Socket _, Stream stream) in connections)
+        {
+            await stream.WriteAsync(Encoding.ASCII.GetBytes(first));
+        }
+
+        // Ordering, not timing: the first bytes are in before shutdown begins, the rest after.
+        await Task.Delay(300);
+        Task stopping = StopAsync();
+        await Task.Delay(300);
+        var answers = new List<string>();
+        foreach ((Socket socket, Stream stream) in connections)
+        {
+            using (socket)
+            await using (stream)
+            {
+                await stream.WriteAsync(Encoding.ASCII.GetBytes(rest));
+                var received = new MemoryStream();
+                using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+                await RawHttp.ReadToEndAsync(stream, received, bound.Token);
+                answers.Add(WithoutDates(received.ToArray()));
+            }
+        }
+
+        await stopping.WaitAsync(TimeSpan.FromSeconds(60));
+        return (answers[0], answers[1]);
+    }
+
     /// <summary>The bytes with every Date header value blanked (the one field allowed to differ).</summary>
     public static string WithoutDates(byte[] response)
     {

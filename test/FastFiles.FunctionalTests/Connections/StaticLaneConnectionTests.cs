@@ -265,38 +265,11 @@ public sealed class StaticLaneConnectionTests : IDisposable
     [InlineData("GET /large.bin HTTP/1.1\r\nHost: localhost\r\n", "Range: bytes=0-0, 5-5\r\n\r\n", "HTTP/1.1 206 ")]
     public async Task GracefulShutdown_AnswersAHandedOffRequestThatWasUnderWay(string first, string rest, string status)
     {
-        LaneHost host = await LaneHost.StartAsync(_files.Root);
-        await using (host)
-        {
-            var connections = new List<(Socket Socket, Stream Stream)> { await LaneHost.ConnectAsync(host.Plain), await LaneHost.ConnectAsync(host.Lane) };
-            foreach ((Socket _, Stream stream) in connections)
-            {
-                await stream.WriteAsync(Encoding.ASCII.GetBytes(first));
-            }
-
-            // Ordering, not timing: the first bytes are in before shutdown begins, the rest after.
-            await Task.Delay(300);
-            Task stopping = host.StopAsync();
-            await Task.Delay(300);
-            var answers = new List<string>();
-            foreach ((Socket socket, Stream stream) in connections)
-            {
-                using (socket)
-                await using (stream)
-                {
-                    await stream.WriteAsync(Encoding.ASCII.GetBytes(rest));
-                    var received = new MemoryStream();
-                    using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(30));
-                    await RawHttp.ReadToEndAsync(stream, received, bound.Token);
-                    answers.Add(LaneHost.WithoutDates(received.ToArray()));
-                }
-            }
-
-            await stopping.WaitAsync(TimeSpan.FromSeconds(60));
-            Assert.StartsWith(status, answers[0], StringComparison.Ordinal);
-            Assert.Contains("\r\nConnection: close\r\n", answers[0], StringComparison.Ordinal);
-            Assert.Equal(answers[0], answers[1]);
-        }
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root);
+        (string kestrel, string lane) = await host.ExchangeAcrossShutdownAsync(first, rest);
+        Assert.StartsWith(status, kestrel, StringComparison.Ordinal);
+        Assert.Contains("\r\nConnection: close\r\n", kestrel, StringComparison.Ordinal);
+        Assert.Equal(kestrel, lane);
     }
 
     [Fact]

@@ -207,40 +207,12 @@ public sealed class StaticLaneSlowlorisTests : IDisposable
     public async Task A_request_under_way_at_graceful_shutdown_is_answered_and_closed()
     {
         byte[] file = _files.Create("one.txt", 100);
-        LaneHost host = await LaneHost.StartAsync(_files.Root);
-        await using (host)
-        {
-            var responses = new List<byte[]>();
-            var connections = new List<(Socket Socket, Stream Stream)> { await LaneHost.ConnectAsync(host.Plain), await LaneHost.ConnectAsync(host.Lane) };
-            foreach ((Socket _, Stream stream) in connections)
-            {
-                await stream.WriteAsync(Encoding.ASCII.GetBytes("GET /one.txt HTTP/1.1\r\nHost: localhost\r\n"));
-            }
-
-            // Let both servers read the first part, then begin the shutdown, then send the rest.
-            await Task.Delay(300);
-            Task stopping = host.StopAsync();
-            await Task.Delay(300);
-            foreach ((Socket socket, Stream stream) in connections)
-            {
-                using (socket)
-                await using (stream)
-                {
-                    await stream.WriteAsync("\r\n"u8.ToArray());
-                    var received = new MemoryStream();
-                    using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(30));
-                    await RawHttp.ReadToEndAsync(stream, received, bound.Token);
-                    responses.Add(received.ToArray());
-                }
-            }
-
-            await stopping;
-            string kestrel = LaneHost.WithoutDates(responses[0]);
-            Assert.StartsWith("HTTP/1.1 200 OK\r\n", kestrel, StringComparison.Ordinal);
-            Assert.Contains("\r\nConnection: close\r\n", kestrel, StringComparison.Ordinal);
-            Assert.EndsWith(Encoding.Latin1.GetString(file), kestrel, StringComparison.Ordinal);
-            Assert.Equal(kestrel, LaneHost.WithoutDates(responses[1]));
-        }
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root);
+        (string kestrel, string lane) = await host.ExchangeAcrossShutdownAsync("GET /one.txt HTTP/1.1\r\nHost: localhost\r\n", "\r\n");
+        Assert.StartsWith("HTTP/1.1 200 OK\r\n", kestrel, StringComparison.Ordinal);
+        Assert.Contains("\r\nConnection: close\r\n", kestrel, StringComparison.Ordinal);
+        Assert.EndsWith(Encoding.Latin1.GetString(file), kestrel, StringComparison.Ordinal);
+        Assert.Equal(kestrel, lane);
     }
 
     // start (by default the request line and Host), then one step every 700 ms, then the filler every 700 ms (none: wait),
