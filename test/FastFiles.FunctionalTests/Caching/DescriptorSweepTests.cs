@@ -35,8 +35,7 @@ public sealed class DescriptorSweepTests : IDisposable
         Assert.Single(OpenFileDescriptors.TargetsUnder(_files.PathOf("www/store")));
 
         File.Delete(_files.PathOf("www/store/big.bin"));
-        int left = await OpenFileDescriptors.WaitForNoneUnderAsync(_files.PathOf("www/store"), TimeSpan.FromSeconds(30));
-        Assert.True(left == 0, $"still open: {string.Join(", ", OpenFileDescriptors.TargetsUnder(_files.PathOf("www/store")))}");
+        await OpenFileDescriptors.AssertNoneUnderAsync(_files.PathOf("www/store"));
     }
 
     [Fact]
@@ -58,7 +57,6 @@ public sealed class DescriptorSweepTests : IDisposable
         Assert.Single(OpenFileDescriptors.TargetsUnder(_files.PathOf("releases/2")));
 
         File.Delete(_files.PathOf("releases/2/big.bin"));
-        int left = await OpenFileDescriptors.WaitForNoneUnderAsync(_files.PathOf("releases/2"), TimeSpan.FromSeconds(30));
-        Assert.True(left == 0, $"still open: {string.Join(", ", OpenFileDescriptors.TargetsUnder(_files.PathOf("releases/2")))}");
+        await OpenFileDescriptors.AssertNoneUnderAsync(_files.PathOf("releases/2"));
     }
 }

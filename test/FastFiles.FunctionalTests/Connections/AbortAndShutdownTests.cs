@@ -299,7 +299,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
     // After a stop: no file of the root open, every send-path block back, nothing logged at Error.
     private async Task AssertStoppedCleanAsync()
     {
-        Assert.Equal(0, await OpenFileDescriptors.WaitForNoneUnderAsync(_files.Root, TimeSpan.FromSeconds(30)));
+        await OpenFileDescriptors.AssertNoneUnderAsync(_files.Root);
         Assert.Equal(0, await Poll.UntilAsync(() => BlockPool.Outstanding, 0));
         _logs.AssertNoErrors();
     }
@@ -406,7 +406,7 @@ public sealed class AbortAndShutdownTests : IAsyncLifetime
             await client.DisposeAsync();
         }
 
-        Assert.Equal(0, await OpenFileDescriptors.WaitForNoneUnderAsync(_files.Root, TimeSpan.FromSeconds(30)));
+        await OpenFileDescriptors.AssertNoneUnderAsync(_files.Root);
         _logs.AssertNoErrors();
         LeakChecks.AssertTlsPoolHasNoDuplicates();
     }

@@ -430,7 +430,7 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
         }
 
         // Every response ends (the server notices each reset), its file is closed and its blocks are back in the pool.
-        Assert.Equal(0, await OpenFileDescriptors.WaitForNoneUnderAsync(_f.Files.Root, TimeSpan.FromSeconds(30)));
+        await OpenFileDescriptors.AssertNoneUnderAsync(_f.Files.Root);
         Assert.Equal(0, await Poll.UntilAsync(() => BlockPool.Outstanding, 0));
         _f.Logs.AssertNoErrors();
 

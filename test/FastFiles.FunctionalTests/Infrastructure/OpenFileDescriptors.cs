@@ -28,6 +28,13 @@ public static class OpenFileDescriptors
         return targets;
     }
 
+    /// <summary>Waits (bounded, 30 s) for no descriptor under <paramref name="directory"/>; fails naming those still open.</summary>
+    public static async Task AssertNoneUnderAsync(string directory)
+    {
+        int left = await WaitForNoneUnderAsync(directory, TimeSpan.FromSeconds(30));
+        Assert.True(left == 0, $"{left} descriptors under {directory} still open: {string.Join(", ", TargetsUnder(directory).Take(3))}");
+    }
+
     /// <summary>Waits (bounded) for descriptors under <paramref name="directory"/> to drop to zero; returns the last count.</summary>
     public static async Task<int> WaitForNoneUnderAsync(string directory, TimeSpan timeout)
     {

@@ -61,7 +61,7 @@ public sealed class AssetResetTests : IDisposable
                 }
             }
 
-            Assert.Equal(0, await OpenFileDescriptors.WaitForNoneUnderAsync(_files.Root, TimeSpan.FromSeconds(30)));
+            await OpenFileDescriptors.AssertNoneUnderAsync(_files.Root);
             Assert.Equal(0, await Poll.UntilAsync(() => BlockPool.Outstanding, 0));
 
             // The server still serves.
