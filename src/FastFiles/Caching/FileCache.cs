@@ -207,6 +207,15 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         if (HashFailed(entry))
         {
             Remove(entry);
+            return entry;
+        }
+
+        // Hashes of versions too large to hold, computed one at a time off the request path (a request that waits for a
+        // tag starts its own at once).
+        entry.Identity.ContentHash?.Start();
+        foreach (FileVersion? variant in entry.Variants)
+        {
+            variant?.ContentHash?.Start();
         }
 
         return entry;
@@ -283,6 +292,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         ContentHash? hash = null;
         hash = ContentHash.ForFile(opened.PhysicalPath!, opened.Stamp, _hashGate, _neededGate, () => Forget(key, hash!), _stopping.Token);
         ContentHash known = ContentHash.Share(hash);
+        known.HeldWhile(() => _entries.TryGetValue(key, out CachedFile? entry) && Holds(entry, known));
         if (!ReferenceEquals(known, hash))
         {
             // Another cache's, a request's, or this cache's own from before an eviction: its own callback drops only the
@@ -301,7 +311,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
             return known;
         }
 
-        hash.Start();
+        // Started by Build once the entry holding it is stored, so its turn finds the entry (or finds it gone).
         return hash;
     }
 

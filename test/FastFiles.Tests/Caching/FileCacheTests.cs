@@ -61,6 +61,55 @@ public sealed class FileCacheTests : IDisposable
         Assert.True(read < 3L * Size, $"read {read / (1024 * 1024)} MiB to hash one {Size / (1024 * 1024)} MiB version");
     }
 
+    // Large files asked for once each through a small cache: only the versions still cached when their hash's turn comes
+    // are read. The gate is held while they are built, as a long hash ahead of them would.
+    [Fact]
+    public async Task Hashes_of_versions_evicted_before_their_turn_are_not_read()
+    {
+        const int Size = 2 * 1024 * 1024;
+        const int Files = 40;
+        var bytes = new byte[Size];
+        for (int i = 0; i < Files; i++)
+        {
+            new Random(i).NextBytes(bytes);
+            File.WriteAllBytes(Path.Combine(_root, $"f{i}.bin"), bytes);
+        }
+
+        var options = new FastFilesOptions { MaxCachedFileSize = 64 * 1024, MaxCachedFiles = 4 };
+        using var cache = new FileCache(
+            new PhysicalFileSource(_root, followLinksOutsideRoot: false), string.Empty, options, new FastFilesMetrics(null), NullLogger.Instance, contentHashETags: true);
+        var gate = (SemaphoreSlim)typeof(FileCache).GetField("_hashGate", BindingFlags.NonPublic | BindingFlags.Instance)!.GetValue(cache)!;
+
+        var built = new List<CachedFile>();
+        long before = ReadChars();
+        await gate.WaitAsync();
+        try
+        {
+            for (int i = 0; i < Files; i++)
+            {
+                built.Add(cache.Build($"/f{i}.bin", $"/f{i}.bin", new FileResponseSettings(), precompressed: false)!);
+            }
+        }
+        finally
+        {
+            gate.Release();
+        }
+
+        foreach (CachedFile entry in built)
+        {
+            await entry.Identity.ContentHash!.WhenReady().WaitAsync(TimeSpan.FromSeconds(60));
+        }
+
+        long read = ReadChars() - before;
+        CachedFile[] kept = built.Where(e => cache.TryGet(e.Key, out CachedFile? still) && ReferenceEquals(still, e)).ToArray();
+        Assert.InRange(kept.Length, 1, options.MaxCachedFiles);
+        Assert.All(kept, e => Assert.NotNull(e.Identity.ETag));
+        Assert.All(built.Except(kept), e => Assert.Null(e.Identity.ETag));
+
+        // The kept versions' bytes, not all forty files' (80 MiB).
+        Assert.True(read <= (kept.Length + 1L) * Size, $"read {read / (1024 * 1024)} MiB to hash {kept.Length} kept versions of 2 MiB");
+    }
+
     // A request with no entry of its own (another host's root over the same files, its cache off or its entry stale)
     // joins a cache's running hash, and that cache stops (its host does) first: the version did not change, so the
     // request still gets the tag (an If-Match was answered 412, an If-None-Match 200 without a tag).
