@@ -93,9 +93,6 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
     /// <summary>Descriptors of large files held open across requests (at most <see cref="FastFilesOptions.MaxOpenFiles"/>).</summary>
     public int OpenHandles => Volatile.Read(ref _openHandles);
 
-    /// <summary>Whether change notifications are flowing; without them freshness rests on revalidation alone.</summary>
-    public bool IsWatching => _watcher is { EnableRaisingEvents: true };
-
     /// <summary>Finds a fresh entry for <paramref name="key"/>, re-checking the file system when the entry is due.</summary>
     public bool TryGet(string key, out CachedFile entry)
         => _entries.TryGetValue(key, out entry!) && Validate(entry);
