@@ -7,6 +7,8 @@ namespace FastFiles.Files;
 /// </summary>
 internal static class PathSafety
 {
+    private const string WellKnown = ".well-known";
+
     public static bool IsServable(ReadOnlySpan<char> subpath, bool allowDotFiles)
     {
         // The sub-path always starts with '/' (it comes from PathString).
@@ -22,9 +24,10 @@ internal static class PathSafety
             return false;
         }
 
-        foreach (Range range in subpath[1..].Split('/'))
+        ReadOnlySpan<char> path = subpath[1..];
+        foreach (Range range in path.Split('/'))
         {
-            ReadOnlySpan<char> segment = subpath[1..][range];
+            ReadOnlySpan<char> segment = path[range];
             if (segment.Length == 0)
             {
                 continue;
@@ -32,8 +35,9 @@ internal static class PathSafety
 
             if (segment[0] == '.')
             {
-                // ".", ".." and, unless allowed, dotfiles and dot-directories at any depth.
-                if (segment is "." or ".." || !allowDotFiles)
+                // ".", ".." and, unless allowed, dotfiles and dot-directories at any depth, except the directory of
+                // well-known URIs (RFC 8615: ACME challenges, security.txt, app links), whose own dotfiles stay refused.
+                if (segment is "." or ".." || (!allowDotFiles && !(segment is WellKnown && range.End.Value < path.Length)))
                 {
                     return false;
                 }

@@ -35,6 +35,29 @@ internal static class Sidecar
     /// <summary>The codings dynamic compression can make when a file has no sidecar for them.</summary>
     public static readonly ContentCodings Producible = All.Where(c => c.Producible).Aggregate(ContentCodings.None, (all, c) => all | c.Coding);
 
+    /// <summary>
+    /// The path of the file a version at <paramref name="physicalPath"/> in <paramref name="contentEncoding"/> stands for:
+    /// a sidecar's original (<c>app.js</c> for <c>app.js.br</c>); the same path for the identity and for variants made in
+    /// memory, which keep their original's path.
+    /// </summary>
+    public static string? OriginalPath(string? physicalPath, string? contentEncoding)
+    {
+        if (physicalPath is null || contentEncoding is null)
+        {
+            return physicalPath;
+        }
+
+        foreach (ContentCoding coding in All)
+        {
+            if (string.Equals(coding.Token, contentEncoding, StringComparison.OrdinalIgnoreCase) && physicalPath.EndsWith(coding.Suffix, StringComparison.Ordinal))
+            {
+                return physicalPath[..^coding.Suffix.Length];
+            }
+        }
+
+        return physicalPath;
+    }
+
     /// <summary>The index in <see cref="All"/> of a single coding.</summary>
     public static int IndexOf(ContentCodings coding) => BitOperations.TrailingZeroCount((uint)coding);
 

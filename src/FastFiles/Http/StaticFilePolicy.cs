@@ -1,4 +1,5 @@
 using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Http.Features;
 using Microsoft.AspNetCore.StaticFiles;
 
 namespace FastFiles.Http;
@@ -16,11 +17,14 @@ internal sealed class StaticFilePolicy
     private readonly string? _cacheControl;
     private readonly Func<string, bool>? _isFingerprinted;
     private readonly Action<FastFileResponseContext>? _onPrepareResponse;
+    private readonly HttpsCompressionMode _httpsCompression;
 
     public StaticFilePolicy(
         IContentTypeProvider? contentTypes, bool serveUnknownFileTypes, string? defaultContentType, string? cacheControl,
-        Func<string, bool>? isFingerprinted, Action<FastFileResponseContext>? onPrepareResponse)
+        Func<string, bool>? isFingerprinted, Action<FastFileResponseContext>? onPrepareResponse,
+        HttpsCompressionMode httpsCompression = HttpsCompressionMode.Compress)
     {
+        _httpsCompression = httpsCompression;
         _contentTypes = contentTypes ?? new FileExtensionContentTypeProvider();
         _serveUnknownFileTypes = serveUnknownFileTypes;
         _defaultContentType = defaultContentType;
@@ -50,6 +54,7 @@ internal sealed class StaticFilePolicy
         CacheControl = _isFingerprinted is not null && _isFingerprinted(subpath) ? ImmutableCacheControl : _cacheControl,
         EnableRangeProcessing = true,
         OnPrepareResponse = _onPrepareResponse,
+        HttpsCompression = _httpsCompression,
         LogName = subpath,
     };
 }

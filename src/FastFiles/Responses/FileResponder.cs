@@ -11,6 +11,7 @@ using Microsoft.AspNetCore.Server.Kestrel.Core.Features;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
+using Microsoft.Extensions.Primitives;
 using Microsoft.Win32.SafeHandles;
 
 namespace FastFiles.Responses;
@@ -96,8 +97,17 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
         using VersionHandle held = lease;
         SafeFileHandle? owned = lease.Handle;
-        Apply(plan, response);
-        settings.OnPrepareResponse?.Invoke(new FastFileResponseContext(context, file.PhysicalPath, file.FileInfo, file.ContentEncoding));
+        // Before OnPrepareResponse, which may still change it, as UseStaticFiles does. Only HTTPS asks (the response
+        // compression middleware's EnableForHttps), so plaintext requests skip the feature lookup.
+        if (settings.HttpsCompression != HttpsCompressionMode.Default && plan.Body != ResponseBody.None && request.IsHttps
+            && context.Features.Get<IHttpsCompressionFeature>() is { } httpsCompression)
+        {
+            httpsCompression.Mode = settings.HttpsCompression;
+        }
+
+        Apply(plan, response, settings.ReplacesAppStatus);
+        settings.OnPrepareResponse?.Invoke(new FastFileResponseContext(
+            context, file.PhysicalPath, file.FileInfo, file.ContentEncoding, Sidecar.OriginalPath(file.PhysicalPath, file.ContentEncoding)));
         int status = plan.StatusCode;
         long start = plan.Start;
         long count = plan.Count;
@@ -173,14 +183,17 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                 else
                 {
                     response.BodyWriter.Write(file.Content!.AsSpan((int)start, (int)count));
-                    result = FileSendStatus.Completed;
+                    result = ServerFlushesAtEnd(context) || !(await response.BodyWriter.FlushAsync(aborted)).IsCanceled
+                        ? FileSendStatus.Completed
+                        : FileSendStatus.ClientDisconnected;
                 }
             }
             else if (plan.Body == ResponseBody.FileHandle && (owned ?? file.Handle) is { } handle)
             {
                 // The response ends when we return, so Kestrel's own final flush sends the tail.
                 result = await FileBody.WriteAsync(
-                    context.Features, handle, file.Stamp, start, count, ReadSizePolicy.For(options, request.Protocol), options.SynchronousReadThreshold, aborted, flushAtEnd: false);
+                    context.Features, handle, file.Stamp, start, count, ReadSizePolicy.For(options, request.Protocol), options.SynchronousReadThreshold, aborted,
+                    flushAtEnd: !ServerFlushesAtEnd(context));
             }
             else
             {
@@ -217,6 +230,12 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
     // The connection's zero-copy sender for a cached body that may go from the descriptor the cache keeps. HTTP/1.x only:
     // an h2c stream sees the sender too, which would decline it after the lease.
+    // Kestrel sends what is left in its writer when the request ends, so a body written last needs no flush of ours. A
+    // body the app replaced (a middleware capturing Response.Body, output caching) is read by that middleware when the
+    // next one returns, before anything completes the writer over it: its bytes must be flushed before we return.
+    private static bool ServerFlushesAtEnd(HttpContext context)
+        => context.Features.Get<IHttpResponseBodyFeature>() is { } body && KestrelFeatures.IsKestrelBody(body);
+
     private static IZeroCopyFileSender? CachedBodySender(HttpContext context, FileVersion file)
         => file.SharedHandle is not null && (HttpProtocol.IsHttp11(context.Request.Protocol) || HttpProtocol.IsHttp10(context.Request.Protocol))
             ? context.Features.Get<IZeroCopyFileSender>()
@@ -304,11 +323,18 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         }
     }
 
-    /// <summary>Sets the plan's status and headers on <paramref name="response"/>.</summary>
-    public static void Apply(in FileResponsePlan plan, HttpResponse response)
+    /// <summary>
+    /// Sets the plan's status (see <see cref="FileResponseSettings.ReplacesAppStatus"/>) and headers on
+    /// <paramref name="response"/>.
+    /// </summary>
+    public static void Apply(in FileResponsePlan plan, HttpResponse response, bool replacesAppStatus)
     {
+        if (plan.StatusCode != StatusCodes.Status200OK && (replacesAppStatus || response.StatusCode == StatusCodes.Status200OK))
+        {
+            response.StatusCode = plan.StatusCode;
+        }
+
         // The typed properties: Kestrel's header dictionary sets them without looking the name up.
-        response.StatusCode = plan.StatusCode;
         IHeaderDictionary headers = response.Headers;
         if (plan.ETag is not null)
         {
@@ -331,7 +357,16 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
         if (plan.Vary is not null)
         {
-            headers.Vary = plan.Vary;
+            // Added to a Vary set before us (Cookie, Origin): what the response varies by still holds (RFC 9110 12.5.5).
+            StringValues vary = headers.Vary;
+            if (vary.Count == 0)
+            {
+                headers.Vary = plan.Vary;
+            }
+            else if (!vary.ToString().Contains(plan.Vary, StringComparison.OrdinalIgnoreCase))
+            {
+                headers.Vary = StringValues.Concat(vary, plan.Vary);
+            }
         }
 
         if (plan.ContentType is not null)

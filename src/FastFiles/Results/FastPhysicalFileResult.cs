@@ -307,6 +307,7 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
             EnableRangeProcessing = EnableRangeProcessing,
             ContentDisposition = disposition,
             LogName = FileName,
+            ReplacesAppStatus = true,
         };
     }
 
@@ -391,6 +392,13 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
                 if (_caches.TryGetValue(key, out cache) || _caches.Count >= MaxKept)
                 {
                     return cache;
+                }
+
+                // A root made from request data that names no directory (a tenant that does not exist) must not take one
+                // of the places, with a watcher and a budget of its own: its results are 404s without a cache.
+                if (!Directory.Exists(root))
+                {
+                    return null;
                 }
 
                 FastFilesOptions options = FastFilesOptionsSource.FastFilesOptions(services);

@@ -83,7 +83,11 @@ public sealed class FastStaticFileOptions
     public bool RedirectToAppendTrailingSlash { get; set; } = true;
 
     /// <summary>Whether files and directories whose name starts with a dot (<c>.env</c>, <c>.git/</c>) may be served.</summary>
-    /// <remarks>Defaults to <see langword="false"/>: any dot segment anywhere in the path is not served.</remarks>
+    /// <remarks>
+    /// Defaults to <see langword="false"/>: any dot segment anywhere in the path is not served, except a directory named
+    /// <c>.well-known</c> (RFC 8615; ACME http-01 challenges, <c>security.txt</c>), whose files are served unless their
+    /// own names start with a dot.
+    /// </remarks>
     public bool ServeDotFiles { get; set; }
 
     /// <summary>
@@ -142,6 +146,14 @@ public sealed class FastStaticFileOptions
     /// <summary>Runs after a variant is encoded and before it is published (file sub-path, coding token): a test seam.</summary>
     internal Func<string, string, Task>? DynamicCompressionHook { get; set; }
 
+    /// <summary>
+    /// What the app's response compression (<c>UseResponseCompression</c>) may do with these files over HTTPS, as
+    /// <c>StaticFileOptions.HttpsCompression</c>: static files carry no secrets an attacker could probe for (BREACH), so
+    /// by default they are compressed there even when <c>ResponseCompressionOptions.EnableForHttps</c> is off.
+    /// </summary>
+    /// <remarks>Defaults to <see cref="Microsoft.AspNetCore.Http.Features.HttpsCompressionMode.Compress"/>, as stock.</remarks>
+    public Microsoft.AspNetCore.Http.Features.HttpsCompressionMode HttpsCompression { get; set; } = Microsoft.AspNetCore.Http.Features.HttpsCompressionMode.Compress;
+
     /// <summary>The Cache-Control value for files that do not match <see cref="FingerprintPattern"/>.</summary>
     /// <remarks>Defaults to <see langword="null"/>: no Cache-Control header.</remarks>
     public string? CacheControl { get; set; }
@@ -185,14 +197,20 @@ public sealed class FastStaticFileOptions
     internal FastFiles.Http.StaticFilePolicy CreatePolicy()
     {
         var failures = new List<string>();
-        // Kestrel refuses control characters in a header value when it is set (a 500 for every response), and the
-        // static lane writes its header bytes as they are (a CR or LF would start a header line of its own).
+        // Kestrel refuses control characters and non-ASCII in a header value when it is set (a 500 for every response),
+        // and the static lane writes its header bytes as ASCII (a CR or LF would start a header line of its own).
         void HeaderValue(string? value, string option)
         {
-            if (value is not null && value.AsSpan().ContainsAny(HeaderControls))
+            if (value is not null && value.AsSpan().ContainsAnyExcept(HeaderValueChars))
             {
-                failures.Add($"FastStaticFileOptions.{option} must not contain control characters (CR, LF, ...): it is sent as a header value.");
+                failures.Add($"FastStaticFileOptions.{option} must hold only visible ASCII, spaces and tabs (no CR, LF or other control characters, no non-ASCII): it is sent as a header value.");
             }
+        }
+
+        // As UseStaticFiles refuses it ("Request path must not end in a slash"): no request path would match it.
+        if (RequestPath.HasValue && RequestPath.Value!.EndsWith('/'))
+        {
+            failures.Add($"FastStaticFileOptions.{nameof(RequestPath)} must not end in a slash (it is '{RequestPath.Value}').");
         }
 
         HeaderValue(CacheControl, nameof(CacheControl));
@@ -212,10 +230,10 @@ public sealed class FastStaticFileOptions
             throw new Microsoft.Extensions.Options.OptionsValidationException(Microsoft.Extensions.Options.Options.DefaultName, typeof(FastStaticFileOptions), failures);
         }
 
-        return new(ContentTypeProvider, ServeUnknownFileTypes, DefaultContentType, CacheControl, fingerprint is not null ? fingerprint.IsMatch : null, OnPrepareResponse);
+        return new(ContentTypeProvider, ServeUnknownFileTypes, DefaultContentType, CacheControl, fingerprint is not null ? fingerprint.IsMatch : null, OnPrepareResponse, HttpsCompression);
     }
 
-    // Control characters other than HTAB (which field values may hold).
-    private static readonly System.Buffers.SearchValues<char> HeaderControls = System.Buffers.SearchValues.Create(
-        "\0\u0001\u0002\u0003\u0004\u0005\u0006\u0007\b\n\u000B\f\r\u000E\u000F\u0010\u0011\u0012\u0013\u0014\u0015\u0016\u0017\u0018\u0019\u001A\u001B\u001C\u001D\u001E\u001F\u007F");
+    // What a field value may hold here (RFC 9110 5.5: visible characters, SP and HTAB), ASCII only.
+    private static readonly System.Buffers.SearchValues<char> HeaderValueChars = System.Buffers.SearchValues.Create(
+        "\t !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~");
 }
