@@ -428,7 +428,7 @@ internal sealed class StaticLaneConnectionMiddleware
         {
             Span<char> chars = stackalloc char[request.AcceptEncoding.Length];
             System.Text.Ascii.ToUtf16(request.AcceptEncoding, chars, out _);
-            ContentCodings coding = root.Cache.Negotiate(entry, AcceptEncoding.Parse(chars));
+            ContentCodings coding = root.Cache.Negotiate(entry, AcceptEncoding.Parse(chars), wholeBody: !request.IsHead && request.Range.IsEmpty);
             if (coding != ContentCodings.None)
             {
                 response = responses[1 + Sidecar.IndexOf(coding)];

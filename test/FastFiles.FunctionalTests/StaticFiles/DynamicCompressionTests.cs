@@ -45,6 +45,7 @@ public sealed class DynamicCompressionTests(DynamicCompressionTests.Fixture fixt
             Files.Write("image.png", Text(5_000, 5));
             Files.Create("noise.txt", 8_000);
             Files.Write("hostile.css", Text(30_000, 6));
+            Files.Write("partial.css", Text(40_000, 7));
             return await TestHost.StartAsync(app => app.UseFastFiles(new FastStaticFileOptions
             {
                 FileProvider = new PhysicalFileProvider(Files.Root),
@@ -105,6 +106,29 @@ public sealed class DynamicCompressionTests(DynamicCompressionTests.Fixture fixt
         Assert.Equal(body.Length, head.Content.Headers.ContentLength);
         Assert.Equal(get.Header("ETag"), head.Header("ETag"));
         Assert.Empty(await head.Content.ReadAsByteArrayAsync());
+    }
+
+    // A HEAD or a range asks for little of the body: compressing the whole file for it (and again whenever the variant was
+    // evicted before anyone got it) costs CPU for bytes nobody is sent. The first whole-body GET starts it.
+    [Fact]
+    public async Task Only_a_whole_body_request_starts_compression()
+    {
+        foreach (Transport transport in new[] { Transport.Http11, Transport.H2c })
+        {
+            using HttpResponseMessage head = await _f.Host.SendAsync(transport, "/partial.css", r => r.Headers.TryAddWithoutValidation("Accept-Encoding", "br"), HttpMethod.Head);
+            Assert.Null(head.Header("Content-Encoding"));
+            using HttpResponseMessage range = await _f.Host.SendAsync(transport, "/partial.css", r => AcceptAndRange(r, "br", "bytes=0-0"));
+            Assert.Equal(HttpStatusCode.PartialContent, range.StatusCode);
+            Assert.Null(range.Header("Content-Encoding"));
+        }
+
+        // Time enough for a compression those requests would have queued (a 40 KB stylesheet takes milliseconds).
+        await Task.Delay(300);
+        using HttpResponseMessage first = await _f.Host.SendAsync(Transport.Http11, "/partial.css", r => r.Headers.TryAddWithoutValidation("Accept-Encoding", "br"));
+        Assert.Null(first.Header("Content-Encoding"));
+        Assert.Equal("Accept-Encoding", first.Header("Vary"));
+        using HttpResponseMessage later = await Compression.WaitForEncodingAsync(_f.Host, Transport.Http11, "/partial.css", "br");
+        Assert.Equal("br", later.Header("Content-Encoding"));
     }
 
     [Theory]
