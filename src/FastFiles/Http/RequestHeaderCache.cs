@@ -19,7 +19,7 @@ internal sealed class RequestHeaderCache
     private Slot<AcceptEncoding>? _acceptEncoding;
     private Slot<DateTimeOffset?>? _ifModifiedSince;
     private Slot<DateTimeOffset?>? _ifUnmodifiedSince;
-    private Slot<bool>? _ifRange;
+    private IfRangeSlot? _ifRange;
 
     /// <summary>Whether nothing has been memoized yet (tests: a connection whose requests must not use the memo).</summary>
     public bool IsEmpty => _acceptEncoding is null && _ifModifiedSince is null && _ifUnmodifiedSince is null && _ifRange is null;
@@ -33,13 +33,13 @@ internal sealed class RequestHeaderCache
 
         string value = values.ToString();
         Slot<AcceptEncoding>? slot = _acceptEncoding;
-        if (slot is not null && slot.Matches(value, null))
+        if (slot is not null && slot.Matches(value))
         {
             return slot.Result;
         }
 
         AcceptEncoding parsed = Http.AcceptEncoding.Parse(values);
-        _acceptEncoding = new Slot<AcceptEncoding>(value, null, parsed);
+        _acceptEncoding = new Slot<AcceptEncoding>(value, parsed);
         return parsed;
     }
 
@@ -49,45 +49,55 @@ internal sealed class RequestHeaderCache
 
     public bool IfRange(StringValues values, FileVersion file)
     {
-        // Keyed by the version instance: the answer depends on its tag and its Last-Modified, and two versions can share
-        // one tag string (a content hash reused for the same bytes with another modification time). A version without a
-        // tag (content hash not known yet) is not memoized.
-        if (values.Count != 1 || file.ETag is null)
+        // Keyed by what the answer depends on, the version's tag and its Last-Modified (two versions can share one tag: a
+        // content hash reused for the same bytes with another modification time), not by the version itself, which may
+        // hold the file's bytes: an idle connection would keep them alive after the cache let them go (64 KiB per
+        // connection at the defaults, counted by no limit). A version without a tag (content hash not known yet) is not
+        // memoized.
+        if (values.Count != 1 || file.ETag is not { } etag)
         {
             return FileRequestEvaluator.IfRangeAllowsUncached(values, file);
         }
 
         string value = values.ToString();
-        Slot<bool>? slot = _ifRange;
-        if (slot is not null && slot.Matches(value, file))
+        IfRangeSlot? slot = _ifRange;
+        if (slot is not null && slot.Matches(value, etag, file.LastModified))
         {
             return slot.Result;
         }
 
         bool result = FileRequestEvaluator.IfRangeAllowsUncached(values, file);
-        _ifRange = new Slot<bool>(value, file, result);
+        _ifRange = new IfRangeSlot(value, etag, file.LastModified, result);
         return result;
     }
 
     private static DateTimeOffset? Date(ref Slot<DateTimeOffset?>? field, string value)
     {
         Slot<DateTimeOffset?>? slot = field;
-        if (slot is not null && slot.Matches(value, null))
+        if (slot is not null && slot.Matches(value))
         {
             return slot.Result;
         }
 
         DateTimeOffset? parsed = HeaderUtilities.TryParseDate(value, out DateTimeOffset date) ? date : null;
-        field = new Slot<DateTimeOffset?>(value, null, parsed);
+        field = new Slot<DateTimeOffset?>(value, parsed);
         return parsed;
     }
 
-    private sealed class Slot<T>(string value, object? context, T result)
+    private sealed class IfRangeSlot(string value, string etag, DateTimeOffset lastModified, bool result)
+    {
+        public bool Result { get; } = result;
+
+        public bool Matches(string candidate, string candidateETag, DateTimeOffset candidateLastModified)
+            => candidateLastModified == lastModified
+                && (ReferenceEquals(etag, candidateETag) || string.Equals(etag, candidateETag, StringComparison.Ordinal))
+                && (ReferenceEquals(value, candidate) || string.Equals(value, candidate, StringComparison.Ordinal));
+    }
+
+    private sealed class Slot<T>(string value, T result)
     {
         public T Result { get; } = result;
 
-        public bool Matches(string candidate, object? candidateContext)
-            => ReferenceEquals(context, candidateContext)
-                && (ReferenceEquals(value, candidate) || string.Equals(value, candidate, StringComparison.Ordinal));
+        public bool Matches(string candidate) => ReferenceEquals(value, candidate) || string.Equals(value, candidate, StringComparison.Ordinal);
     }
 }

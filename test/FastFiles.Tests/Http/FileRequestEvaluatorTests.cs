@@ -191,6 +191,34 @@ public sealed class FileRequestEvaluatorTests : IDisposable
         }
     }
 
+    // A connection's memo outlives the versions it answered for: it must not keep one (and the bytes a cached version
+    // holds) alive once the cache has let it go.
+    [Fact]
+    public void The_memo_of_If_Range_does_not_keep_its_version_alive()
+    {
+        var memo = new RequestHeaderCache();
+        WeakReference version = AnswerIfRange(memo, _path);
+        for (int i = 0; i < 3 && version.IsAlive; i++)
+        {
+            GC.Collect();
+            GC.WaitForPendingFinalizers();
+        }
+
+        Assert.False(version.IsAlive, "the memo still holds the version");
+        Assert.False(memo.IsEmpty);
+    }
+
+    // Not inlined: no local of the caller may keep the version reachable.
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private static WeakReference AnswerIfRange(RequestHeaderCache memo, string path)
+    {
+        using FileVersion opened = FileVersion.Open(path, contentEncoding: null);
+        FileVersion cached = opened.ForCache(new byte[Length], null, null);
+        FileRequestHeaders headers = HeadersOf(["Range", "bytes=0-9", "If-Range", cached.ETag!]);
+        Assert.Equal(206, FileRequestEvaluator.Evaluate(headers, cached, isGet: true, isHead: false, enableRanges: true, memo, out _, out _, out _, now: Now));
+        return new WeakReference(cached);
+    }
+
     private static FileRequestHeaders HeadersOf(string[] fields)
     {
         var values = new Dictionary<string, StringValues>(StringComparer.OrdinalIgnoreCase);
