@@ -56,6 +56,25 @@ internal sealed class CachedFile
 
     public string Key { get; }
 
+    /// <summary>
+    /// Built from versions changed less than <see cref="FileStamp.SettleTime"/> before (a write may still have been under
+    /// way): once they have settled (<see cref="Settled"/>), its bytes are compared with the files' once more.
+    /// </summary>
+    public bool BuiltYoung
+    {
+        get => Volatile.Read(ref _builtYoung);
+        init => _builtYoung = value;
+    }
+
+    private bool _builtYoung;
+
+    /// <summary>The bytes were found to be the settled files' own.</summary>
+    public void MarkSettled() => Volatile.Write(ref _builtYoung, false);
+
+    /// <summary>Whether none of the versions read has changed within <see cref="FileStamp.SettleTime"/> of now.</summary>
+    public bool Settled()
+        => !Identity.Stamp.ChangedRecently() && !Array.Exists(Variants, v => v is not null && v.Stamp.ChangedRecently());
+
     public string PhysicalPath { get; }
 
     public FileVersion Identity { get; }

@@ -4,6 +4,7 @@ using FastFiles.Http;
 using FastFiles.Files;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Logging;
+using Microsoft.Win32.SafeHandles;
 
 namespace FastFiles.Caching;
 
@@ -106,7 +107,9 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         long now = Environment.TickCount64;
         if (now - entry.ValidatedAt >= _revalidateAfterMs)
         {
-            if (!StillCurrent(entry))
+            // Bytes read while their file had just changed may hold part of a write that was still under way (its stamp
+            // set before its data landed): compared with the file once it has settled, whatever the stamp says.
+            if (!StillCurrent(entry) || (entry.BuiltYoung && entry.Settled() && !HoldsSettledBytes(entry)))
             {
                 Invalidate(entry);
                 return false;
@@ -179,7 +182,10 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         bool vary = compressible != ContentCodings.None || Array.Exists(stamps, s => s is not null);
         var entry = new CachedFile(
             key, identity.PhysicalPath!, identity, variants, stamps, settings with { VaryAcceptEncoding = vary, LogName = subpath }, precompressed,
-            Environment.TickCount64, compressible);
+            Environment.TickCount64, compressible)
+        {
+            BuiltYoung = identity.Stamp.ChangedRecently() || Array.Exists(variants, v => v is not null && v.Stamp.ChangedRecently()),
+        };
 
         Insert(entry);
 
@@ -347,6 +353,70 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
     private static bool AnyHash(CachedFile entry, Func<ContentHash, bool> match)
         => entry.Identity.ContentHash is { } identity && match(identity)
             || Array.Exists(entry.Variants, v => v?.ContentHash is { } variant && match(variant));
+
+    // The entry's bytes are its files' now that they have settled (then it is no longer young). A variant compressed from
+    // a read of a large file cannot be compared: its entry is read again, and compressed again, instead.
+    private static bool HoldsSettledBytes(CachedFile entry)
+    {
+        FileVersion identity = entry.Identity;
+        try
+        {
+            if (!SameBytes(identity))
+            {
+                return false;
+            }
+
+            foreach (FileVersion? variant in entry.Variants)
+            {
+                bool made = variant is not null && string.Equals(variant.PhysicalPath, identity.PhysicalPath, StringComparison.Ordinal);
+                if (variant is not null && (made ? identity.Content is null : !SameBytes(variant)))
+                {
+                    return false;
+                }
+            }
+        }
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+        {
+            return false;
+        }
+
+        entry.MarkSettled();
+        return true;
+    }
+
+    private static bool SameBytes(FileVersion version)
+    {
+        if (version.Content is not { } content)
+        {
+            return true;
+        }
+
+        using SafeFileHandle file = FileVersion.OpenHandle(version.PhysicalPath!);
+        byte[] buffer = System.Buffers.ArrayPool<byte>.Shared.Rent(Math.Min(content.Length, 64 * 1024) + 1);
+        try
+        {
+            long offset = 0;
+            while (true)
+            {
+                int read = RandomAccess.Read(file, buffer, offset);
+                if (read == 0)
+                {
+                    return offset == content.Length;
+                }
+
+                if (offset + read > content.Length || !buffer.AsSpan(0, read).SequenceEqual(content.AsSpan((int)offset, read)))
+                {
+                    return false;
+                }
+
+                offset += read;
+            }
+        }
+        finally
+        {
+            System.Buffers.ArrayPool<byte>.Shared.Return(buffer);
+        }
+    }
 
     private static bool StillCurrent(CachedFile entry)
     {
@@ -586,7 +656,9 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
     }
 
     // Ten revalidation intervals, at least a second: at most MaxOpenFiles statx(2) calls a period, for entries idle that long.
-    internal static long SweepPeriodMs(long revalidateAfterMs) => Math.Max(revalidateAfterMs, 100) * 10;
+    // A timer's period is at most 2^32 - 2 ms (49.7 days): a revalidation interval of days would otherwise stop the host
+    // (or fail every FastResults request whose cache is made then).
+    internal static long SweepPeriodMs(long revalidateAfterMs) => Math.Min(Math.Max(revalidateAfterMs, 100) * 10, uint.MaxValue - 1L);
 
     /// <summary>
     /// Closes the descriptors of files that changed where the watcher does not see: a subdirectory reached through a

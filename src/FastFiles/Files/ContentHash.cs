@@ -444,9 +444,21 @@ internal sealed class ContentHash
             }
 
             string? etag;
-            using (SafeFileHandle file = FileVersion.OpenHandle(_path!))
+            while (true)
             {
-                etag = Compute(file, _stamp, _stopping);
+                using (SafeFileHandle file = FileVersion.OpenHandle(_path!))
+                {
+                    etag = Compute(file, _stamp, _stopping);
+                }
+
+                // A version changed moments ago may have been read while a write was still landing (its stamp is set
+                // first, FileStamp.ChangedRecently): read it again once it has settled, so its tag is of its bytes.
+                if (etag is null || !_stamp.ChangedRecently())
+                {
+                    break;
+                }
+
+                await Task.Delay(FileStamp.SettleTime, _stopping).ConfigureAwait(false);
             }
 
             Volatile.Write(ref _etag, etag);

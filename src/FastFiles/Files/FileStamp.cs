@@ -27,6 +27,23 @@ internal readonly partial record struct FileStamp(ulong Device, ulong Inode, lon
 
     private static bool s_statxMissing;
 
+    /// <summary>How long after a change (ctime) bytes read from a file may still belong to a write in progress.</summary>
+    public static readonly TimeSpan SettleTime = TimeSpan.FromSeconds(1);
+
+    /// <summary>
+    /// Whether the file changed less than <see cref="SettleTime"/> ago (or, the clock having gone back, seems to change
+    /// within it). Linux stamps a write before it copies the data in (<c>file_modified</c> precedes the copy in
+    /// <c>generic_perform_write</c>), so bytes read between two identical stamps of a file changed this recently can still
+    /// mix a write under way with what it replaces: a 48 MiB in-place <c>pwrite</c> left a cached body half old, half new,
+    /// under the new version's tag.
+    /// </summary>
+    public bool ChangedRecently()
+    {
+        long age = (DateTime.UtcNow.Ticks - DateTime.UnixEpoch.Ticks) * 100 - ChangedNanoseconds;
+        long settle = SettleTime.Ticks * 100;
+        return age < settle && age > -settle;
+    }
+
     /// <summary>
     /// Whether an open file still holds the bytes this stamp describes: its length and modification time (fstat on the
     /// descriptor) are unchanged. Inode and change time are not compared: a file renamed over or unlinked keeps its bytes
