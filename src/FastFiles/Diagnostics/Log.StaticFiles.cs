@@ -32,4 +32,7 @@ internal static partial class Log
 
     [LoggerMessage(2011, LogLevel.Debug, "Out of file descriptors opening {Path}: 503.", EventName = "DescriptorsExhaustedAgain")]
     public static partial void DescriptorsExhaustedAgain(ILogger logger, string path);
+
+    [LoggerMessage(2012, LogLevel.Warning, "The web root '{WebRootPath}' was not found: UseFastFiles without a FileProvider serves no files.", EventName = "WebRootNotFound")]
+    public static partial void WebRootNotFound(ILogger logger, string? webRootPath);
 }

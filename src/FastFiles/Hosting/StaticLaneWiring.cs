@@ -86,7 +86,10 @@ internal static class StaticLaneWiring
                     throw new InvalidOperationException("A static lane root cannot use OnPrepareResponse: lane responses never run application code.");
                 }
 
-                string physical = root.PhysicalPath
+                // A relative path is under the content root, as ASP.NET Core resolves the web root, not under whatever
+                // directory the process was started in.
+                string? contentRoot = services.GetService<IWebHostEnvironment>()?.ContentRootPath;
+                string physical = (root.PhysicalPath is { } given && contentRoot is not null ? Path.Combine(contentRoot, given) : root.PhysicalPath)
                     ?? (files.FileProvider as PhysicalFileProvider)?.Root
                     ?? (files.FileProvider is null ? services.GetService<IWebHostEnvironment>()?.WebRootPath : null)
                     ?? throw new InvalidOperationException("A static lane root needs a PhysicalPath (or a PhysicalFileProvider, or a web root).");

@@ -51,6 +51,11 @@ internal sealed class FastStaticFileMiddleware : IDisposable
 
         IFileProvider provider = _options.FileProvider ?? environment.WebRootFileProvider
             ?? throw new InvalidOperationException("UseFastFiles needs a FileProvider or a web root (wwwroot).");
+        if (_options.FileProvider is null && provider is NullFileProvider)
+        {
+            // The host puts an empty provider where wwwroot is missing; UseStaticFiles warns of it the same way.
+            Log.WebRootNotFound(_logger, environment.WebRootPath);
+        }
         _source = provider is PhysicalFileProvider physical
             ? new PhysicalFileSource(physical.Root, _options.FollowSymlinksOutsideRoot)
             : new ProviderFileSource(provider);

@@ -20,7 +20,7 @@ public sealed class StaticLaneOptions
 /// <summary>One public root of the static lane: a folder on disk and how its files are served.</summary>
 public sealed class StaticLaneRootOptions
 {
-    /// <summary>The folder whose files are served.</summary>
+    /// <summary>The folder whose files are served; a relative path is under the app's content root.</summary>
     /// <remarks>
     /// Defaults to <see langword="null"/>: the physical root of <see cref="Files"/>' <c>FileProvider</c> when that is
     /// a <c>PhysicalFileProvider</c>; otherwise the lane cannot start.

@@ -53,6 +53,10 @@ public sealed class OptionsValidationTests : IDisposable
         // lane, which writes its header bytes itself, would send as they are (a header line of their own).
         { "CacheControl", o => o.CacheControl = "public, max-age=60\r\nX-Injected: 1" },
         { "DefaultContentType", o => { o.ServeUnknownFileTypes = true; o.DefaultContentType = "text/plain\n"; } },
+        // Non-ASCII: Kestrel refuses it per response (a 500 for every file) and the lane wrote '?' in its place.
+        { "CacheControl", o => o.CacheControl = "public, max-age=60, \u00fc" },
+        // As UseStaticFiles refuses it: no request would match, every file a silent 404.
+        { "RequestPath", o => o.RequestPath = "/assets/" },
         // Failed at start already, but as a RegexParseException that named no option.
         { "FingerprintPattern", o => o.FingerprintPattern = "(unclosed" },
     };
@@ -106,6 +110,42 @@ public sealed class OptionsValidationTests : IDisposable
         {
             var failure = await Assert.ThrowsAsync<OptionsValidationException>(() => app.StartAsync());
             Assert.Contains(option + " must not be negative", failure.Message, StringComparison.Ordinal);
+        }
+    }
+
+    // A relative lane root is under the content root, as ASP.NET Core resolves the web root: not under the directory the
+    // process was started in (which has no "www" here, so the host would not start).
+    [Fact]
+    public async Task A_relative_lane_root_is_under_the_content_root()
+    {
+        byte[] bytes = _files.Create("www/a.txt", 300);
+        await using TestHost host = await TestHost.StartAsync(
+            app => { },
+            contentRoot: _files.Root,
+            configureEndpoints: l => l.UseStaticLane(o => o.Roots.Add(new StaticLaneRootOptions { PhysicalPath = "www" })));
+        using HttpResponseMessage response = await host.SendAsync(Transport.Http11, "/a.txt");
+        Assert.Equal(System.Net.HttpStatusCode.OK, response.StatusCode);
+        Assert.Equal(bytes, await response.Content.ReadAsByteArrayAsync());
+    }
+
+    // A revalidation interval of days is valid: the cache's sweep timer (ten intervals) stays within a timer's range, so
+    // the host starts and FastResults' caches (made on first use) do not fail every request.
+    [Fact]
+    public async Task A_revalidation_interval_of_days_starts_and_serves()
+    {
+        byte[] bytes = _files.Create("a.css", 2_000);
+        await using TestHost host = await TestHost.StartAsync(
+            app =>
+            {
+                app.MapGet("/result/{name}", (string name) => FastResults.File(_files.Root, name, enableDynamicCompression: true));
+                app.UseFastFiles(new FastStaticFileOptions { FileProvider = new PhysicalFileProvider(_files.Root) });
+            },
+            services => services.AddFastFiles(o => o.FileCacheRevalidationInterval = TimeSpan.FromDays(7)));
+        foreach (string path in new[] { "/a.css", "/result/a.css" })
+        {
+            using HttpResponseMessage response = await host.SendAsync(Transport.Http11, path);
+            Assert.Equal(System.Net.HttpStatusCode.OK, response.StatusCode);
+            Assert.Equal(bytes, await response.Content.ReadAsByteArrayAsync());
         }
     }
 
