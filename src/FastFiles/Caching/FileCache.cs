@@ -21,7 +21,7 @@ namespace FastFiles.Caching;
 /// sent with sendfile(2) from a kept descriptor (the zero-copy send path) are read when they leave, checked against
 /// the stamp before the send and before its last chunk, as uncached bodies are.
 /// </remarks>
-internal sealed partial class FileCache : IDisposable, ICacheGauges
+internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHashHolder
 {
     private readonly ConcurrentDictionary<string, CachedFile> _entries = new(StringComparer.Ordinal);
     private readonly Lock _writeLock = new();
@@ -295,7 +295,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
         ContentHash? hash = null;
         hash = ContentHash.ForFile(opened.PhysicalPath!, opened.Stamp, _hashGate, _neededGate, () => Forget(key, hash!), _stopping.Token);
         ContentHash known = ContentHash.Share(hash);
-        known.HeldWhile(() => _entries.TryGetValue(key, out CachedFile? entry) && Holds(entry, known));
+        known.HeldBy(this, key);
         if (!ReferenceEquals(known, hash))
         {
             // Another cache's, a request's, or this cache's own from before an eviction: its own callback drops only the
@@ -343,6 +343,8 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges
             Remove(entry);
         }
     }
+
+    bool IContentHashHolder.Holds(string key, ContentHash hash) => _entries.TryGetValue(key, out CachedFile? entry) && Holds(entry, hash);
 
     // The identity's hash or a precompressed sidecar's.
     private static bool Holds(CachedFile entry, ContentHash hash) => AnyHash(entry, h => ReferenceEquals(h, hash));

@@ -77,7 +77,11 @@ internal sealed class ContentHash
     // For a hash caches started: whether a cache entry still holds it, one test per cache that took it. A version no entry
     // holds any more (evicted, replaced) when its turn comes, and no request waits for, is not read: 150 files of 2 MiB asked
     // for once through a cache of 10 entries otherwise read all 300 MiB, one file after another, for tags nobody keeps.
-    private Func<bool>[]? _holders;
+    private (IContentHashHolder Holder, string Key)[]? _holders;
+
+    // _holders once the computation has ended: nothing more is asked of holders, and none is added (a finished hash stays
+    // known and is handed to every rebuild of its version).
+    private static readonly (IContentHashHolder Holder, string Key)[] Ended = [];
 
     private ContentHash(string etag)
     {
@@ -179,16 +183,23 @@ internal sealed class ContentHash
     }
 
     /// <summary>
-    /// For a cache whose entry holds (or is about to hold) this hash: <paramref name="held"/> says whether it still does.
-    /// A hash queued behind other files' that no cache holds when its turn comes stops (as when its cache stops) unless
-    /// a request waits for it; one already reading runs to its end. A hash given no test is always held.
+    /// For a cache whose entry under <paramref name="key"/> holds (or is about to hold) this hash. A hash queued behind
+    /// other files' that no such entry holds when its turn comes stops (as when its cache stops) unless a request waits
+    /// for it; one already reading runs to its end. A hash given no holder is always held. Each cache and key counts
+    /// once, and a hash that has ended takes none.
     /// </summary>
-    public void HeldWhile(Func<bool> held)
+    public void HeldBy(IContentHashHolder holder, string key)
     {
         while (true)
         {
-            Func<bool>[]? holders = Volatile.Read(ref _holders);
-            Func<bool>[] more = holders is null ? [held] : [.. holders, held];
+            (IContentHashHolder Holder, string Key)[]? holders = Volatile.Read(ref _holders);
+            if (ReferenceEquals(holders, Ended)
+                || (holders is not null && Array.Exists(holders, h => ReferenceEquals(h.Holder, holder) && string.Equals(h.Key, key, StringComparison.Ordinal))))
+            {
+                return;
+            }
+
+            (IContentHashHolder, string)[] more = holders is null ? [(holder, key)] : [.. holders, (holder, key)];
             if (Interlocked.CompareExchange(ref _holders, more, holders) == holders)
             {
                 return;
@@ -198,8 +209,8 @@ internal sealed class ContentHash
 
     // Whether anything still needs the tag: a cache entry that holds the hash, or a request waiting for it.
     private bool StillWanted()
-        => Volatile.Read(ref _holders) is not { } holders
-            || Array.Exists(holders, static h => h())
+        => Volatile.Read(ref _holders) is not { Length: > 0 } holders
+            || Array.Exists(holders, h => h.Holder.Holds(h.Key, this))
             || Volatile.Read(ref _needed) is { Task.IsCompleted: true };
 
     /// <summary>
@@ -495,7 +506,7 @@ internal sealed class ContentHash
             _gate = null;
             _neededGate = null;
             _changed = null;
-            _holders = null;
+            Volatile.Write(ref _holders, Ended);
             if (_unwatched is { } unwatched)
             {
                 lock (unwatched)
@@ -506,4 +517,11 @@ internal sealed class ContentHash
             }
         }
     }
+}
+
+/// <summary>A cache whose entries hold content hashes (<see cref="ContentHash.HeldBy"/>).</summary>
+internal interface IContentHashHolder
+{
+    /// <summary>Whether the entry under <paramref name="key"/> holds <paramref name="hash"/> now.</summary>
+    bool Holds(string key, ContentHash hash);
 }

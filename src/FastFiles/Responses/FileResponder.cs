@@ -230,6 +230,24 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
 
     // The connection's zero-copy sender for a cached body that may go from the descriptor the cache keeps. HTTP/1.x only:
     // an h2c stream sees the sender too, which would decline it after the lease.
+    // Whether a Vary value already names the field (or is "*", which names them all): whole list members, not substrings.
+    private static bool VaryNames(StringValues vary, string field)
+    {
+        foreach (string? value in vary)
+        {
+            foreach (Range range in value.AsSpan().Split(','))
+            {
+                ReadOnlySpan<char> member = value.AsSpan()[range].Trim(" \t");
+                if (member is "*" || member.Equals(field, StringComparison.OrdinalIgnoreCase))
+                {
+                    return true;
+                }
+            }
+        }
+
+        return false;
+    }
+
     // Kestrel sends what is left in its writer when the request ends, so a body written last needs no flush of ours. A
     // body the app replaced (a middleware capturing Response.Body, output caching) is read by that middleware when the
     // next one returns, before anything completes the writer over it: its bytes must be flushed before we return.
@@ -363,7 +381,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             {
                 headers.Vary = plan.Vary;
             }
-            else if (!vary.ToString().Contains(plan.Vary, StringComparison.OrdinalIgnoreCase))
+            else if (!VaryNames(vary, plan.Vary))
             {
                 headers.Vary = StringValues.Concat(vary, plan.Vary);
             }

@@ -114,6 +114,40 @@ public sealed class FileCacheTests : IDisposable
         Assert.True(read <= (kept.Length + 1L) * Size, $"read {read / (1024 * 1024)} MiB to hash {kept.Length} kept versions of 2 MiB");
     }
 
+    // A version evicted and built again gets its finished hash back from the process's table each time: the hash must not
+    // gather a holder per rebuild (each kept its cache alive, and each miss copied the growing list).
+    [Fact]
+    public async Task A_finished_hash_given_to_rebuilds_of_its_version_gathers_no_holders()
+    {
+        for (int i = 0; i < 3; i++)
+        {
+            File.WriteAllBytes(Path.Combine(_root, $"f{i}.bin"), new byte[256 * 1024]);
+        }
+
+        await Task.Delay(FileStamp.SettleTime);
+        var options = new FastFilesOptions { MaxCachedFileSize = 64 * 1024, MaxCachedFiles = 2 };
+        using var cache = new FileCache(
+            new PhysicalFileSource(_root, followLinksOutsideRoot: false), string.Empty, options, new FastFilesMetrics(null), NullLogger.Instance, contentHashETags: true);
+        ContentHash hash = cache.Build("/f0.bin", "/f0.bin", new FileResponseSettings(), precompressed: false)!.Identity.ContentHash!;
+        await hash.WhenReady();
+        Assert.NotNull(hash.ETag);
+
+        FieldInfo holders = typeof(ContentHash).GetField("_holders", BindingFlags.NonPublic | BindingFlags.Instance)!;
+        for (int round = 0; round < 200; round++)
+        {
+            for (int i = 0; i < 3; i++)
+            {
+                CachedFile built = cache.Build($"/f{i}.bin", $"/f{i}.bin", new FileResponseSettings(), precompressed: false)!;
+                if (i == 0)
+                {
+                    Assert.Same(hash, built.Identity.ContentHash);
+                }
+            }
+        }
+
+        Assert.Empty((Array)holders.GetValue(hash)!);
+    }
+
     // Linux stamps a write before its data lands, so bytes read between two identical stamps of a file being rewritten in
     // place can mix two versions. An entry built within a second of its file's change compares its bytes with the file's
     // once it has settled, though its stamp says nothing changed: kept when they are the file's, read again when not.
