@@ -81,7 +81,7 @@ internal static class StaticLaneWiring
             foreach (StaticLaneRootOptions root in lane.Roots)
             {
                 FastStaticFileOptions files = root.Files ?? (appFiles ??= FastFilesConfiguration.StaticFileOptions(services));
-                if (files.OnPrepareResponse is not null)
+                if (files.OnPrepareResponse is not null || files.OnPrepareResponseAsync is not null)
                 {
                     throw new InvalidOperationException("A static lane root cannot use OnPrepareResponse: lane responses never run application code.");
                 }

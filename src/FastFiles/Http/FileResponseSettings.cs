@@ -19,6 +19,8 @@ internal readonly struct FileResponseSettings
 
     public Action<FastFileResponseContext>? OnPrepareResponse { get; init; }
 
+    public Func<FastFileResponseContext, Task>? OnPrepareResponseAsync { get; init; }
+
     /// <summary>
     /// A file result's rule (as <c>Results.File</c>): a 206, 304, 412 or 416 replaces whatever status the app set. Off, the
     /// middleware's (as <c>UseStaticFiles</c>): only the default 200 is replaced, so a status code page or an exception

@@ -18,13 +18,15 @@ internal sealed class StaticFilePolicy
     private readonly Func<string, bool>? _isFingerprinted;
     private readonly Action<FastFileResponseContext>? _onPrepareResponse;
     private readonly HttpsCompressionMode _httpsCompression;
+    private readonly Func<FastFileResponseContext, Task>? _onPrepareResponseAsync;
 
     public StaticFilePolicy(
         IContentTypeProvider? contentTypes, bool serveUnknownFileTypes, string? defaultContentType, string? cacheControl,
         Func<string, bool>? isFingerprinted, Action<FastFileResponseContext>? onPrepareResponse,
-        HttpsCompressionMode httpsCompression = HttpsCompressionMode.Compress)
+        HttpsCompressionMode httpsCompression = HttpsCompressionMode.Compress, Func<FastFileResponseContext, Task>? onPrepareResponseAsync = null)
     {
         _httpsCompression = httpsCompression;
+        _onPrepareResponseAsync = onPrepareResponseAsync;
         _contentTypes = contentTypes ?? new FileExtensionContentTypeProvider();
         _serveUnknownFileTypes = serveUnknownFileTypes;
         _defaultContentType = defaultContentType;
@@ -54,6 +56,7 @@ internal sealed class StaticFilePolicy
         CacheControl = _isFingerprinted is not null && _isFingerprinted(subpath) ? ImmutableCacheControl : _cacheControl,
         EnableRangeProcessing = true,
         OnPrepareResponse = _onPrepareResponse,
+        OnPrepareResponseAsync = _onPrepareResponseAsync,
         HttpsCompression = _httpsCompression,
         LogName = subpath,
     };

@@ -106,8 +106,16 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         }
 
         Apply(plan, response, settings.ReplacesAppStatus);
-        settings.OnPrepareResponse?.Invoke(new FastFileResponseContext(
-            context, file.PhysicalPath, file.FileInfo, file.ContentEncoding, Sidecar.OriginalPath(file.PhysicalPath, file.ContentEncoding)));
+        if (settings.OnPrepareResponse is not null || settings.OnPrepareResponseAsync is not null)
+        {
+            var prepared = new FastFileResponseContext(
+                context, file.PhysicalPath, file.FileInfo, file.ContentEncoding, Sidecar.OriginalPath(file.PhysicalPath, file.ContentEncoding));
+            settings.OnPrepareResponse?.Invoke(prepared);
+            if (settings.OnPrepareResponseAsync is { } prepareAsync)
+            {
+                await prepareAsync(prepared);
+            }
+        }
         int status = plan.StatusCode;
         long start = plan.Start;
         long count = plan.Count;

@@ -69,6 +69,12 @@ public sealed class FastStaticFileOptions
     public Action<FastFileResponseContext>? OnPrepareResponse { get; set; }
 
     /// <summary>
+    /// As <see cref="OnPrepareResponse"/>, awaited after it, for work that waits (as <c>StaticFileOptions.OnPrepareResponseAsync</c>).
+    /// </summary>
+    /// <remarks>Defaults to <see langword="null"/>.</remarks>
+    public Func<FastFileResponseContext, Task>? OnPrepareResponseAsync { get; set; }
+
+    /// <summary>
     /// File names tried, in order, when a request names a directory (for example <c>index.html</c>). Empty means
     /// directories are not served, which is what UseStaticFiles does.
     /// </summary>
@@ -230,7 +236,7 @@ public sealed class FastStaticFileOptions
             throw new Microsoft.Extensions.Options.OptionsValidationException(Microsoft.Extensions.Options.Options.DefaultName, typeof(FastStaticFileOptions), failures);
         }
 
-        return new(ContentTypeProvider, ServeUnknownFileTypes, DefaultContentType, CacheControl, fingerprint is not null ? fingerprint.IsMatch : null, OnPrepareResponse, HttpsCompression);
+        return new(ContentTypeProvider, ServeUnknownFileTypes, DefaultContentType, CacheControl, fingerprint is not null ? fingerprint.IsMatch : null, OnPrepareResponse, HttpsCompression, OnPrepareResponseAsync);
     }
 
     // What a field value may hold here (RFC 9110 5.5: visible characters, SP and HTAB), ASCII only.

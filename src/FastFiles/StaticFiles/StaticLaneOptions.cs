@@ -29,7 +29,7 @@ public sealed class StaticLaneRootOptions
 
     /// <summary>
     /// How files are served, with <c>UseFastFiles</c>' option semantics (<c>RequestPath</c>, content types, Cache-Control,
-    /// fingerprinted names, dotfiles, symlinks, precompressed sidecars). <c>OnPrepareResponse</c> must not be set: lane
+    /// fingerprinted names, dotfiles, symlinks, precompressed sidecars). <c>OnPrepareResponse</c> and <c>OnPrepareResponseAsync</c> must not be set: lane
     /// responses never run application code.
     /// </summary>
     /// <remarks>

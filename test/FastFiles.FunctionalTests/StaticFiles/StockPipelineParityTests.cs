@@ -3,6 +3,7 @@ using System.Net;
 using System.Text;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Http.Features;
 using Microsoft.AspNetCore.OutputCaching;
@@ -198,6 +199,45 @@ public sealed class StockPipelineParityTests : IDisposable
         Assert.Equal("no-cache", gzip.Header("Cache-Control"));
         Assert.Equal("no-cache", identity.Header("Cache-Control"));
         Assert.Equal(["index.html gzip index.html.gz", "index.html  index.html"], names);
+    }
+
+    // As StaticFileOptions.OnPrepareResponseAsync: awaited after OnPrepareResponse, before the body, for every response.
+    [Theory]
+    [InlineData(Transport.Http11)]
+    [InlineData(Transport.H2c)]
+    public async Task OnPrepareResponseAsync_is_awaited_after_OnPrepareResponse(Transport transport)
+    {
+        byte[] bytes = _files.Create("a.txt", 3_000);
+        await using TestHost host = await TestHost.StartAsync(app => app.UseFastFiles(new FastStaticFileOptions
+        {
+            FileProvider = new PhysicalFileProvider(_files.Root),
+            OnPrepareResponse = c => c.Context.Response.Headers["X-Order"] = "sync",
+            OnPrepareResponseAsync = async c =>
+            {
+                await Task.Yield();
+                c.Context.Response.Headers["X-Order"] = c.Context.Response.Headers["X-Order"] + ",async";
+                c.Context.Response.Headers.CacheControl = "no-store";
+            },
+        }));
+
+        using HttpResponseMessage full = await host.SendAsync(transport, "/a.txt");
+        Assert.Equal("sync,async", full.Header("X-Order"));
+        Assert.Equal("no-store", full.Header("Cache-Control"));
+        Assert.Equal(bytes, await full.Content.ReadAsByteArrayAsync());
+
+        using HttpResponseMessage range = await host.SendAsync(transport, "/a.txt", r => r.Headers.TryAddWithoutValidation("Range", "bytes=10-19"));
+        Assert.Equal(HttpStatusCode.PartialContent, range.StatusCode);
+        Assert.Equal("sync,async", range.Header("X-Order"));
+        Assert.Equal(bytes.AsSpan(10, 10).ToArray(), await range.Content.ReadAsByteArrayAsync());
+
+        // A lane root never runs application code: it refuses the callback at start.
+        await Assert.ThrowsAnyAsync<Exception>(() => TestHost.StartAsync(
+            app => { },
+            configureEndpoints: l => l.UseStaticLane(o => o.Roots.Add(new StaticLaneRootOptions
+            {
+                PhysicalPath = _files.Root,
+                Files = new FastStaticFileOptions { OnPrepareResponseAsync = _ => Task.CompletedTask },
+            }))));
     }
 
     // A field whose name merely contains "Accept-Encoding" is another field: the response still names Accept-Encoding.
