@@ -74,7 +74,7 @@ internal sealed class ContentHash
     // Set when a request waits for this tag: its computation then starts at once, not behind other files' in the gate.
     private TaskCompletionSource? _needed;
 
-    // For a hash caches started: whether a cache entry still holds it, one test per cache that took it. A version no entry
+    // For a hash caches started: the caches and keys whose entries took it, asked whether they still hold it. A version no entry
     // holds any more (evicted, replaced) when its turn comes, and no request waits for, is not read: 150 files of 2 MiB asked
     // for once through a cache of 10 entries otherwise read all 300 MiB, one file after another, for tags nobody keeps.
     private (IContentHashHolder Holder, string Key)[]? _holders;
