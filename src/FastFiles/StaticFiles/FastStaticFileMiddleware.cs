@@ -54,7 +54,8 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         if (_options.FileProvider is null && provider is NullFileProvider)
         {
             // The host puts an empty provider where wwwroot is missing; UseStaticFiles warns of it the same way.
-            Log.WebRootNotFound(_logger, environment.WebRootPath);
+            // The host leaves WebRootPath unset when the default wwwroot is missing: name where it was looked for.
+            Log.WebRootNotFound(_logger, environment.WebRootPath ?? Path.Combine(environment.ContentRootPath, "wwwroot"));
         }
         _source = provider is PhysicalFileProvider physical
             ? new PhysicalFileSource(physical.Root, _options.FollowSymlinksOutsideRoot)

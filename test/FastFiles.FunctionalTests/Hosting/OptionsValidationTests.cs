@@ -128,6 +128,46 @@ public sealed class OptionsValidationTests : IDisposable
         Assert.Equal(bytes, await response.Content.ReadAsByteArrayAsync());
     }
 
+    // As UseStaticFiles: no web root on disk is named in a warning (event 2012), not left to silent 404s.
+    [Fact]
+    public async Task A_missing_web_root_is_named_in_a_warning()
+    {
+        var logs = new LogCapture();
+        await using TestHost host = await TestHost.StartAsync(
+            app => app.UseFastFiles(),
+            services => services.AddSingleton<Microsoft.Extensions.Logging.ILoggerProvider>(logs),
+            contentRoot: _files.Root);
+        using HttpResponseMessage response = await host.SendAsync(Transport.Http11, "/a.txt");
+        Assert.Equal(HttpStatusCode.NotFound, response.StatusCode);
+        LogCapture.Entry warning = Assert.Single(logs.WithId(2012));
+        Assert.Contains(Path.Combine(_files.Root, "wwwroot"), warning.Message, StringComparison.Ordinal);
+    }
+
+    // A FastResults root built from request data that names no directory (a tenant that does not exist) is a 404 and makes
+    // no file cache: no watcher is tried on it (event 5003), no place among the kept roots is taken.
+    [Fact]
+    public async Task A_result_root_that_names_no_directory_makes_no_cache()
+    {
+        var logs = new LogCapture();
+        byte[] bytes = _files.Create("t1/a.css", 2_000);
+        await using TestHost host = await TestHost.StartAsync(
+            app => app.MapGet("/t/{tenant}/{name}", (string tenant, string name) => FastResults.File(Path.Combine(_files.Root, tenant), name, enableDynamicCompression: true)),
+            services => services.AddSingleton<Microsoft.Extensions.Logging.ILoggerProvider>(logs));
+
+        using (HttpResponseMessage missing = await host.SendAsync(Transport.Http11, "/t/nobody/a.css"))
+        {
+            Assert.Equal(HttpStatusCode.NotFound, missing.StatusCode);
+        }
+
+        using (HttpResponseMessage found = await host.SendAsync(Transport.Http11, "/t/t1/a.css"))
+        {
+            Assert.Equal(HttpStatusCode.OK, found.StatusCode);
+            Assert.Equal(bytes, await found.Content.ReadAsByteArrayAsync());
+        }
+
+        Assert.Empty(logs.WithId(5003));
+    }
+
     // A revalidation interval of days is valid: the cache's sweep timer (ten intervals) stays within a timer's range, so
     // the host starts and FastResults' caches (made on first use) do not fail every request.
     [Fact]
