@@ -52,6 +52,7 @@ internal sealed class CachedFile
         _pending = (int)(compressible & ~available);
 
         ContentBytes = (identity.Content?.Length ?? 0) + variants.Sum(v => (long)(v?.Content?.Length ?? 0));
+        _builtYoung = !Settled();
     }
 
     public string Key { get; }
@@ -60,11 +61,7 @@ internal sealed class CachedFile
     /// Built from versions changed less than <see cref="FileStamp.SettleTime"/> before (a write may still have been under
     /// way): once they have settled (<see cref="Settled"/>), its bytes are compared with the files' once more.
     /// </summary>
-    public bool BuiltYoung
-    {
-        get => Volatile.Read(ref _builtYoung);
-        init => _builtYoung = value;
-    }
+    public bool BuiltYoung => Volatile.Read(ref _builtYoung);
 
     private bool _builtYoung;
 

@@ -182,10 +182,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
         bool vary = compressible != ContentCodings.None || Array.Exists(stamps, s => s is not null);
         var entry = new CachedFile(
             key, identity.PhysicalPath!, identity, variants, stamps, settings with { VaryAcceptEncoding = vary, LogName = subpath }, precompressed,
-            Environment.TickCount64, compressible)
-        {
-            BuiltYoung = identity.Stamp.ChangedRecently() || Array.Exists(variants, v => v is not null && v.Stamp.ChangedRecently()),
-        };
+            Environment.TickCount64, compressible);
 
         Insert(entry);
 
@@ -386,6 +383,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
         return true;
     }
 
+    // The file's bytes as of the version's stamp (ReadVersion, as compression reads a large file) are the ones held.
     private static bool SameBytes(FileVersion version)
     {
         if (version.Content is not { } content)
@@ -394,30 +392,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
         }
 
         using SafeFileHandle file = FileVersion.OpenHandle(version.PhysicalPath!);
-        byte[] buffer = System.Buffers.ArrayPool<byte>.Shared.Rent(Math.Min(content.Length, 64 * 1024) + 1);
-        try
-        {
-            long offset = 0;
-            while (true)
-            {
-                int read = RandomAccess.Read(file, buffer, offset);
-                if (read == 0)
-                {
-                    return offset == content.Length;
-                }
-
-                if (offset + read > content.Length || !buffer.AsSpan(0, read).SequenceEqual(content.AsSpan((int)offset, read)))
-                {
-                    return false;
-                }
-
-                offset += read;
-            }
-        }
-        finally
-        {
-            System.Buffers.ArrayPool<byte>.Shared.Return(buffer);
-        }
+        return ReadVersion(file, version.Stamp) is { } now && now.AsSpan().SequenceEqual(content);
     }
 
     private static bool StillCurrent(CachedFile entry)
