@@ -72,6 +72,7 @@ internal static class StaticLaneWiring
         // validated as UseFastFiles() validates them, so an app with only the lane stops at start on an invalid value too.
         FastFilesOptions fastFiles = FastFilesConfiguration.ValidatedFastFilesOptions(services);
         FastStaticFileOptions? appFiles = null;
+        IWebHostEnvironment? environment = services.GetService<IWebHostEnvironment>();
         bool serverHeader = listenOptions.KestrelServerOptions?.AddServerHeader ?? true;
         ILogger cacheLogger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Caching") ?? NullLogger.Instance;
         FastFilesMetrics metrics = FastFilesMetrics.For(services);
@@ -83,15 +84,14 @@ internal static class StaticLaneWiring
                 FastStaticFileOptions files = root.Files ?? (appFiles ??= FastFilesConfiguration.StaticFileOptions(services));
                 if (files.OnPrepareResponse is not null || files.OnPrepareResponseAsync is not null)
                 {
-                    throw new InvalidOperationException("A static lane root cannot use OnPrepareResponse: lane responses never run application code.");
+                    throw new InvalidOperationException("A static lane root cannot use OnPrepareResponse or OnPrepareResponseAsync: lane responses never run application code.");
                 }
 
                 // A relative path is under the content root, as ASP.NET Core resolves the web root, not under whatever
                 // directory the process was started in.
-                string? contentRoot = services.GetService<IWebHostEnvironment>()?.ContentRootPath;
-                string physical = (root.PhysicalPath is { } given && contentRoot is not null ? Path.Combine(contentRoot, given) : root.PhysicalPath)
+                string physical = (root.PhysicalPath is { } given && environment is not null ? Path.Combine(environment.ContentRootPath, given) : root.PhysicalPath)
                     ?? (files.FileProvider as PhysicalFileProvider)?.Root
-                    ?? (files.FileProvider is null ? services.GetService<IWebHostEnvironment>()?.WebRootPath : null)
+                    ?? (files.FileProvider is null ? environment?.WebRootPath : null)
                     ?? throw new InvalidOperationException("A static lane root needs a PhysicalPath (or a PhysicalFileProvider, or a web root).");
                 roots.Add(new StaticLaneRoot(
                     physical, files.RequestPath.Value ?? string.Empty, files.FollowSymlinksOutsideRoot, files.EnablePrecompressedFiles,

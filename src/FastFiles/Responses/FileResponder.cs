@@ -236,8 +236,6 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         return true;
     }
 
-    // The connection's zero-copy sender for a cached body that may go from the descriptor the cache keeps. HTTP/1.x only:
-    // an h2c stream sees the sender too, which would decline it after the lease.
     // Whether a Vary value already names the field (or is "*", which names them all): whole list members, not substrings.
     private static bool VaryNames(StringValues vary, string field)
     {
@@ -262,6 +260,8 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
     private static bool ServerFlushesAtEnd(HttpContext context)
         => context.Features.Get<IHttpResponseBodyFeature>() is { } body && KestrelFeatures.IsKestrelBody(body);
 
+    // The connection's zero-copy sender for a cached body that may go from the descriptor the cache keeps. HTTP/1.x only:
+    // an h2c stream sees the sender too, which would decline it after the lease.
     private static IZeroCopyFileSender? CachedBodySender(HttpContext context, FileVersion file)
         => file.SharedHandle is not null && (HttpProtocol.IsHttp11(context.Request.Protocol) || HttpProtocol.IsHttp10(context.Request.Protocol))
             ? context.Features.Get<IZeroCopyFileSender>()

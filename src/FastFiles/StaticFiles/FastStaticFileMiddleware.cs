@@ -53,8 +53,8 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             ?? throw new InvalidOperationException("UseFastFiles needs a FileProvider or a web root (wwwroot).");
         if (_options.FileProvider is null && provider is NullFileProvider)
         {
-            // The host puts an empty provider where wwwroot is missing; UseStaticFiles warns of it the same way.
-            // The host leaves WebRootPath unset when the default wwwroot is missing: name where it was looked for.
+            // The host puts an empty provider where wwwroot is missing, and leaves WebRootPath unset when that is the default
+            // one: name where it was looked for. UseStaticFiles warns of it the same way.
             Log.WebRootNotFound(_logger, environment.WebRootPath ?? Path.Combine(environment.ContentRootPath, "wwwroot"));
         }
         _source = provider is PhysicalFileProvider physical
