@@ -95,14 +95,32 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
     public int OpenHandles => Volatile.Read(ref _openHandles);
 
     /// <summary>Finds a fresh entry for <paramref name="key"/>, re-checking the file system when the entry is due.</summary>
-    public bool TryGet(string key, out CachedFile entry)
-        => _entries.TryGetValue(key, out entry!) && Validate(entry);
+    /// <remarks><paramref name="counted"/> false leaves a hit uncounted (a lookup that answers no request).</remarks>
+    public bool TryGet(string key, out CachedFile entry, bool counted = true)
+        => _entries.TryGetValue(key, out entry!) && Validate(entry, counted);
 
-    /// <summary>As <see cref="TryGet(string, out CachedFile)"/>, for a key that is not a string (no string is made).</summary>
-    public bool TryGet(ReadOnlySpan<char> key, out CachedFile entry)
-        => _entries.GetAlternateLookup<ReadOnlySpan<char>>().TryGetValue(key, out entry!) && Validate(entry);
+    /// <summary>As <see cref="TryGet(string, out CachedFile, bool)"/>, for a key that is not a string (no string is made).</summary>
+    /// <remarks>
+    /// <paramref name="counted"/> false leaves the hit uncounted: the static lane counts a lookup only for a request it
+    /// answers (<see cref="CountLookup"/>), as a request it hands off is looked up again, and counted, by the middleware.
+    /// </remarks>
+    public bool TryGet(ReadOnlySpan<char> key, out CachedFile entry, bool counted = true)
+        => _entries.GetAlternateLookup<ReadOnlySpan<char>>().TryGetValue(key, out entry!) && Validate(entry, counted);
 
-    private bool Validate(CachedFile entry)
+    /// <summary>Counts one request answered from the cache (<paramref name="built"/> false) or looked up on disk.</summary>
+    public void CountLookup(bool built)
+    {
+        if (built)
+        {
+            _metrics.Miss();
+        }
+        else
+        {
+            _metrics.Hit();
+        }
+    }
+
+    private bool Validate(CachedFile entry, bool counted = true)
     {
         long now = Environment.TickCount64;
         if (now - entry.ValidatedAt >= _revalidateAfterMs)
@@ -119,7 +137,11 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
         }
 
         entry.Touch(now);
-        _metrics.Hit();
+        if (counted)
+        {
+            _metrics.Hit();
+        }
+
         return true;
     }
 
@@ -127,9 +149,13 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
     /// Opens <paramref name="subpath"/> and caches it with <paramref name="settings"/>; null when it is not a file
     /// we can serve (missing, a directory, outside the root).
     /// </summary>
-    public CachedFile? Build(string key, string subpath, FileResponseSettings settings, bool precompressed)
+    public CachedFile? Build(string key, string subpath, FileResponseSettings settings, bool precompressed, bool counted = true)
     {
-        _metrics.Miss();
+        if (counted)
+        {
+            _metrics.Miss();
+        }
+
         long generation = Interlocked.Read(ref _generation);
         if (_source.TryOpen(subpath, null, out FileVersion? opened) != LookupResult.File)
         {

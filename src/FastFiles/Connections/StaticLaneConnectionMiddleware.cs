@@ -398,11 +398,12 @@ internal sealed class StaticLaneConnectionMiddleware
         StaticLaneRoot? root = null;
         CachedFile? entry = null;
         StaticLaneResponse[]? responses = null;
+        bool built = false;
         try
         {
             foreach (StaticLaneRoot candidate in _roots)
             {
-                if (candidate.TryResolve(request.Path, out entry, out responses))
+                if (candidate.TryResolve(request.Path, out entry, out responses, out built))
                 {
                     root = candidate;
                     break;
@@ -538,6 +539,14 @@ internal sealed class StaticLaneConnectionMiddleware
             file.Release();
             file = default;
             throw;
+        }
+
+        root.Cache.CountLookup(built);
+        if (needsBody && !fromDisk)
+        {
+            // A body from memory on a zero-copy send path connection is a copy (fastfiles.send_path.bytes), as it is
+            // for UseFastFiles.
+            sendPath?.Copied(count);
         }
 
         return true;

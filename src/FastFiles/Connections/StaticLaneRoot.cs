@@ -63,9 +63,14 @@ internal sealed class StaticLaneRoot : IDisposable
     /// The prebuilt responses for <paramref name="path"/> (the request's path bytes, ASCII), building the cache entry
     /// on first use; false when the path is not under this root or names nothing the lane serves.
     /// </summary>
-    public bool TryResolve(ReadOnlySpan<byte> path, out CachedFile entry, out StaticLaneResponse[] responses)
+    /// <remarks>
+    /// The lookup is not counted here (<paramref name="built"/> says which it was): a request the lane hands off is
+    /// looked up again by the app's middleware, which counts it.
+    /// </remarks>
+    public bool TryResolve(ReadOnlySpan<byte> path, out CachedFile entry, out StaticLaneResponse[] responses, out bool built)
     {
         responses = [];
+        built = false;
         entry = null!;
         // RFC 3986 6.2.2.1 would allow a case-insensitive prefix; UseFastFiles caches only the exact case, so the lane
         // takes only that and hands the rest to the app.
@@ -76,7 +81,7 @@ internal sealed class StaticLaneRoot : IDisposable
 
         Span<char> key = stackalloc char[path.Length];
         System.Text.Ascii.ToUtf16(path, key, out _);
-        if (!Cache.TryGet(key, out entry))
+        if (!Cache.TryGet(key, out entry, counted: false))
         {
             // A miss (first request, or the file changed): the only place strings are made. A directory is its first
             // default file, cached under the directory's path, as UseFastFiles does.
@@ -87,12 +92,13 @@ internal sealed class StaticLaneRoot : IDisposable
             if (file is null
                 || !PathSafety.IsServable(file, allowDotFiles: false)
                 || !_policy.TryGetContentType(file, out string? contentType)
-                || Cache.Build(new string(key), file, _policy.SettingsFor(file, contentType), _precompressed) is not { } built)
+                || Cache.Build(new string(key), file, _policy.SettingsFor(file, contentType), _precompressed, counted: false) is not { } created)
             {
                 return false;
             }
 
-            entry = built;
+            entry = created;
+            built = true;
         }
 
         // Dynamic compression adds variants to a live entry, and a large file's content hash is known some time after

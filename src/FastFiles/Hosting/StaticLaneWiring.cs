@@ -79,8 +79,19 @@ internal static class StaticLaneWiring
         var roots = new List<StaticLaneRoot>();
         try
         {
+            int index = 0;
             foreach (StaticLaneRootOptions root in lane.Roots)
             {
+                // Configuration binds an empty value as "", which Path.Combine would turn into the content root itself
+                // (appsettings.json, the app's assemblies) served to anyone: refused, never read as the default.
+                if (root.PhysicalPath is { } blank && string.IsNullOrWhiteSpace(blank))
+                {
+                    throw new Microsoft.Extensions.Options.OptionsValidationException(
+                        Microsoft.Extensions.Options.Options.DefaultName, typeof(StaticLaneRootOptions),
+                        [$"{FastFilesConfiguration.StaticLaneSectionName}:Roots:{index}:PhysicalPath is empty: name a folder, or leave it out for the web root."]);
+                }
+
+                index++;
                 FastStaticFileOptions files = root.Files ?? (appFiles ??= FastFilesConfiguration.StaticFileOptions(services));
                 if (files.OnPrepareResponse is not null || files.OnPrepareResponseAsync is not null)
                 {

@@ -194,6 +194,11 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                     result = ServerFlushesAtEnd(context) || !(await response.BodyWriter.FlushAsync(aborted)).IsCanceled
                         ? FileSendStatus.Completed
                         : FileSendStatus.ClientDisconnected;
+                    if (result == FileSendStatus.Completed && !HttpProtocol.IsHttp2(request.Protocol) && !HttpProtocol.IsHttp3(request.Protocol))
+                    {
+                        // On a zero-copy send path connection a body from memory is a copy too (fastfiles.send_path.bytes).
+                        (cachedSender ?? context.Features.Get<IZeroCopyFileSender>())?.Copied(count);
+                    }
                 }
             }
             else if (plan.Body == ResponseBody.FileHandle && (owned ?? file.Handle) is { } handle)

@@ -114,8 +114,9 @@ internal sealed class FastStaticFileMiddleware : IDisposable
         // Keyed like a request whose prefix matched with its configured case, without empty segments.
         subpath = PathSafety.CollapseSlashes(subpath);
         string key = _requestPathValue + subpath;
-        CachedFile? entry = _cache.TryGet(key, out CachedFile? found) ? found
-            : _cache.Build(key, subpath, _policy.SettingsFor(subpath, contentType), _options.EnablePrecompressedFiles);
+        // Not a request: fastfiles.cache.hits and .misses count requests only.
+        CachedFile? entry = _cache.TryGet(key, out CachedFile? found, counted: false) ? found
+            : _cache.Build(key, subpath, _policy.SettingsFor(subpath, contentType), _options.EnablePrecompressedFiles, counted: false);
         if (entry?.Identity.ContentHash is not { } hash)
         {
             return null;

@@ -161,7 +161,7 @@ public sealed class FastStaticFileOptions
     public Microsoft.AspNetCore.Http.Features.HttpsCompressionMode HttpsCompression { get; set; } = Microsoft.AspNetCore.Http.Features.HttpsCompressionMode.Compress;
 
     /// <summary>The Cache-Control value for files that do not match <see cref="FingerprintPattern"/>.</summary>
-    /// <remarks>Defaults to <see langword="null"/>: no Cache-Control header.</remarks>
+    /// <remarks>Defaults to <see langword="null"/>: no Cache-Control header (as does an empty value).</remarks>
     public string? CacheControl { get; set; }
 
     /// <summary>
@@ -221,6 +221,19 @@ public sealed class FastStaticFileOptions
 
         HeaderValue(CacheControl, nameof(CacheControl));
         HeaderValue(DefaultContentType, nameof(DefaultContentType));
+        if (EnableDynamicCompression)
+        {
+            if (DynamicCompressionMinimumSize < 0)
+            {
+                failures.Add($"FastStaticFileOptions.{nameof(DynamicCompressionMinimumSize)} must not be negative (it is {DynamicCompressionMinimumSize}).");
+            }
+
+            if (DynamicCompressionMaximumSize < DynamicCompressionMinimumSize || DynamicCompressionMaximumSize > Array.MaxLength)
+            {
+                failures.Add($"FastStaticFileOptions.{nameof(DynamicCompressionMaximumSize)} must be from {nameof(DynamicCompressionMinimumSize)} ({DynamicCompressionMinimumSize}) to {Array.MaxLength} (it is {DynamicCompressionMaximumSize}): a file is read into one array to be compressed.");
+            }
+        }
+
         FastFiles.StaticFiles.FingerprintMatcher? fingerprint = null;
         try
         {
@@ -236,8 +249,12 @@ public sealed class FastStaticFileOptions
             throw new Microsoft.Extensions.Options.OptionsValidationException(Microsoft.Extensions.Options.Options.DefaultName, typeof(FastStaticFileOptions), failures);
         }
 
-        return new(ContentTypeProvider, ServeUnknownFileTypes, DefaultContentType, CacheControl, fingerprint is not null ? fingerprint.IsMatch : null, OnPrepareResponse, HttpsCompression, OnPrepareResponseAsync);
+        // Empty is no header, as UseStaticFiles treats an empty DefaultContentType (and as configuration binds a blank
+        // value): "Content-Type: " is not a media type (RFC 9110 8.3), "Cache-Control: " says nothing.
+        return new(ContentTypeProvider, ServeUnknownFileTypes, NullIfEmpty(DefaultContentType), NullIfEmpty(CacheControl), fingerprint is not null ? fingerprint.IsMatch : null, OnPrepareResponse, HttpsCompression, OnPrepareResponseAsync);
     }
+
+    private static string? NullIfEmpty(string? value) => string.IsNullOrEmpty(value) ? null : value;
 
     // What a field value may hold here (RFC 9110 5.5: visible characters, SP and HTAB), ASCII only.
     private static readonly System.Buffers.SearchValues<char> HeaderValueChars = System.Buffers.SearchValues.Create(

@@ -23,7 +23,9 @@ public sealed class StaticLaneRootOptions
     /// <summary>The folder whose files are served; a relative path is under the app's content root.</summary>
     /// <remarks>
     /// Defaults to <see langword="null"/>: the physical root of <see cref="Files"/>' <c>FileProvider</c> when that is
-    /// a <c>PhysicalFileProvider</c>; otherwise the lane cannot start.
+    /// a <c>PhysicalFileProvider</c>, else the web root; otherwise the lane cannot start. An empty or blank value stops
+    /// the app at start with an <c>OptionsValidationException</c> (it would name the content root, configuration files
+    /// included).
     /// </remarks>
     public string? PhysicalPath { get; set; }
 

@@ -101,12 +101,38 @@ public sealed partial class CachedSendFileTests : IAsyncLifetime
         // Bodies and ranges of at least 32 KiB of the files at rest (the 38,901-byte range too); not the 20 KB file, the
         // HEAD, the 304 or the file written recently.
         long expectedSendfile = 40_000 + 38_901 + 33_000 + (64 * 1024);
+        // The rest of the bodies (the 20 KB file, the file written recently) are copies from memory, counted as copies
+        // (they were not counted at all).
+        const long ExpectedCopy = 20_000 + 40_000;
         foreach (Uri endpoint in new[] { _sendPath, _lane })
         {
             using var sendfile = new InstrumentRecorder(Meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
+            using var copy = new InstrumentRecorder(Meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "copy"));
             string actual = LaneHost.WithoutDates(await LaneHost.ExchangeAsync(endpoint, [burst]));
             Assert.Equal(expected, actual);
             Assert.Equal(expectedSendfile, await Poll.UntilAsync(() => sendfile.Total, expectedSendfile));
+            Assert.Equal(ExpectedCopy, await Poll.UntilAsync(() => copy.Total, ExpectedCopy));
+        }
+    }
+
+    // fastfiles.cache.hits and .misses count requests: one a lane hands to the app is counted where the app answers it,
+    // not also by the lane's look-up before (a 404 and a multipart range counted twice).
+    [Fact]
+    public async Task A_request_the_lane_hands_off_counts_one_cache_lookup()
+    {
+        await RawHttp.SendAsync(_lane, "/c40k.bin");
+        foreach ((string target, string? headers, int status) in new (string, string?, int)[]
+        {
+            ("/missing.bin", null, 404),
+            ("/c40k.bin", "Range: bytes=0-9,20-29\r\n", 206),
+            ("/c40k.bin", null, 200),
+        })
+        {
+            using var hits = new InstrumentRecorder(Meters, "fastfiles.cache.hits");
+            using var misses = new InstrumentRecorder(Meters, "fastfiles.cache.misses");
+            RawResponse response = await RawHttp.SendAsync(_lane, target, extraHeaders: headers);
+            Assert.Equal(status, response.Status);
+            Assert.Equal(1, hits.Total + misses.Total);
         }
     }
 

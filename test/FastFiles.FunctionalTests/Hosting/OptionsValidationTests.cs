@@ -6,6 +6,7 @@ using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.FileProviders;
+using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
 
 namespace FastFiles.FunctionalTests.Hosting;
@@ -20,6 +21,19 @@ public sealed class OptionsValidationTests : IDisposable
     private readonly TestFiles _files = new();
 
     public void Dispose() => _files.Dispose();
+
+    // As CodeEndpoints.CreateBuilder, with the test's files as the content root (and their wwwroot as the web root).
+    private WebApplicationBuilder BuilderAtFiles(params string[] args)
+    {
+        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
+        {
+            Args = ["--hostBuilder:reloadConfigOnChange=false", .. args],
+            EnvironmentName = Microsoft.Extensions.Hosting.Environments.Production,
+            ContentRootPath = _files.Root,
+        });
+        builder.Logging.ClearProviders();
+        return builder;
+    }
 
     public static TheoryData<string, Action<FastFilesOptions>> Invalid => new()
     {
@@ -59,6 +73,9 @@ public sealed class OptionsValidationTests : IDisposable
         { "RequestPath", o => o.RequestPath = "/assets/" },
         // Failed at start already, but as a RegexParseException that named no option.
         { "FingerprintPattern", o => o.FingerprintPattern = "(unclosed" },
+        // Failed at start already, as an ArgumentOutOfRangeException naming a constructor parameter.
+        { "DynamicCompressionMinimumSize", o => { o.EnableDynamicCompression = true; o.DynamicCompressionMinimumSize = -1; } },
+        { "DynamicCompressionMaximumSize", o => { o.EnableDynamicCompression = true; o.DynamicCompressionMaximumSize = 100; } },
     };
 
     [Theory]
@@ -86,6 +103,66 @@ public sealed class OptionsValidationTests : IDisposable
         {
             var failure = await Assert.ThrowsAsync<OptionsValidationException>(() => app.StartAsync());
             Assert.Contains("CacheControl", failure.Message, StringComparison.Ordinal);
+        }
+    }
+
+    // Configuration binds an empty value as "": the lane served the content root itself, appsettings.json included.
+    [Fact]
+    public async Task An_empty_lane_root_path_from_configuration_stops_the_host_at_start()
+    {
+        _files.Write("appsettings.json", "{ \"ConnectionStrings\": { \"Db\": \"Password=secret\" } }"u8.ToArray());
+        _files.Create("wwwroot/a.txt", 100);
+        WebApplicationBuilder builder = BuilderAtFiles("--FastFiles:StaticLane:Roots:0:PhysicalPath=");
+        builder.Services.AddFastFiles();
+        builder.WebHost.ConfigureKestrel(k => k.Listen(IPAddress.Loopback, 0, l => l.UseStaticLane()));
+        WebApplication app = builder.Build();
+        await using (app)
+        {
+            app.UseFastFiles();
+            var failure = await Assert.ThrowsAsync<OptionsValidationException>(() => app.StartAsync());
+            Assert.Contains("FastFiles:StaticLane:Roots:0:PhysicalPath is empty", failure.Message, StringComparison.Ordinal);
+        }
+    }
+
+    // As UseStaticFiles: an empty value (as configuration binds a blank one) is no header, not an empty one
+    // ("Content-Type: " is no media type, RFC 9110 8.3), from the middleware and the lane alike.
+    [Fact]
+    public async Task Empty_header_options_from_configuration_send_no_header()
+    {
+        _files.Create("wwwroot/a.txt", 100);
+        _files.Create("wwwroot/b.unknownext", 100);
+        WebApplicationBuilder builder = BuilderAtFiles(
+            "--FastFiles:StaticFiles:CacheControl=", "--FastFiles:StaticFiles:DefaultContentType=", "--FastFiles:StaticFiles:ServeUnknownFileTypes=true");
+        builder.Services.AddFastFiles();
+        builder.WebHost.ConfigureKestrel(k =>
+        {
+            k.Listen(IPAddress.Loopback, 0);
+            k.Listen(IPAddress.Loopback, 0, l => l.UseStaticLane(o => o.Roots.Add(new StaticLaneRootOptions())));
+        });
+        WebApplication app = builder.Build();
+        await using (app)
+        {
+            app.UseFastFiles();
+            Uri[] at = await CodeEndpoints.StartAsync(app);
+            Assert.Equal(2, at.Length);
+            foreach (Uri endpoint in at)
+            {
+                foreach (string path in new[] { "/a.txt", "/b.unknownext", "/b.unknownext" })
+                {
+                    RawResponse response = await RawHttp.SendAsync(endpoint, path);
+                    Assert.Equal(200, response.Status);
+                    Assert.Equal(100, response.Body.Length);
+                    Assert.False(response.Headers.ContainsKey("Cache-Control"), $"{endpoint}{path}: Cache-Control: [{response.Headers.GetValueOrDefault("Cache-Control")}]");
+                    if (path == "/a.txt")
+                    {
+                        Assert.Equal("text/plain", response.Headers["Content-Type"]);
+                    }
+                    else
+                    {
+                        Assert.False(response.Headers.ContainsKey("Content-Type"), $"{endpoint}{path}: Content-Type: [{response.Headers.GetValueOrDefault("Content-Type")}]");
+                    }
+                }
+            }
         }
     }
 
