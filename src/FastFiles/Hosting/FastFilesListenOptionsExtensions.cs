@@ -11,11 +11,11 @@ namespace Microsoft.AspNetCore.Hosting;
 public static class FastFilesListenOptionsExtensions
 {
     /// <summary>
-    /// FastFiles' connection-level parts for a code-configured endpoint: the per-connection request header cache, and
+    /// FastFiles' connection-level parts for a code-configured endpoint: the per-connection request header cache and the
+    /// static lane (<see cref="FastFilesKestrelOptions.EnableStaticLane"/>, off by default), plaintext or behind TLS; and
     /// when this follows <c>UseHttps</c>, TLS record coalescing (<see cref="FastFilesKestrelOptions.EnableTlsRecordCoalescing"/>,
-    /// on by default), the HTTP/2 TLS output stage (<see cref="FastFilesKestrelOptions.EnableHttp2TlsOutputStage"/>,
-    /// off by default) and the static lane (<see cref="FastFilesKestrelOptions.EnableStaticLane"/>, off by default).
-    /// Plaintext connections pass through the TLS-side parts. Uses the options given to
+    /// on by default) and the HTTP/2 TLS output stage (<see cref="FastFilesKestrelOptions.EnableHttp2TlsOutputStage"/>,
+    /// off by default). Plaintext connections pass through the TLS-side parts. Uses the options given to
     /// <c>KestrelServerOptions.UseFastFilesConnections(...)</c> on the same server if any, else the defaults.
     /// </summary>
     /// <param name="listenOptions">The endpoint; call after <c>UseHttps</c> for TLS endpoints.</param>

@@ -18,7 +18,8 @@ namespace Microsoft.AspNetCore.Http;
 /// <summary>
 /// Sends a file from disk with FastFiles' semantics: strong ETag and Last-Modified (or the application's own,
 /// <see cref="LastModified"/> and <see cref="EntityTag"/>), conditional requests
-/// (304/412), single byte ranges (206/416), HEAD, and an optional download name. Works as a minimal-API
+/// (304/412), byte ranges (206/416; several as multipart/byteranges, up to <see cref="FastFilesOptions.MaxRanges"/>),
+/// HEAD, and an optional download name. Works as a minimal-API
 /// <see cref="IResult"/> and as an MVC <see cref="ActionResult"/>. A missing file is a 404.
 /// </summary>
 public sealed class FastPhysicalFileResult : ActionResult, IResult

@@ -34,7 +34,7 @@ public static class FastResults
 
     /// <summary>
     /// As <see cref="PhysicalFile(string, string?, string?, DateTimeOffset?, EntityTagHeaderValue?, bool)"/> without
-    /// validators of the application's: the form of earlier versions, kept so their calls bind as before.
+    /// validators of the application's (a positional call with three arguments binds here).
     /// </summary>
     /// <param name="path">An absolute path to the file.</param>
     /// <param name="contentType">The Content-Type; <see langword="null"/> infers it from the extension.</param>
@@ -94,7 +94,7 @@ public static class FastResults
 
     /// <summary>
     /// As <see cref="File(string, string, string?, string?, bool, bool, bool, DateTimeOffset?, EntityTagHeaderValue?)"/>
-    /// without validators of the application's: the form of earlier versions, kept so their compiled calls bind as before.
+    /// without validators of the application's (a positional call with up to seven arguments binds here).
     /// </summary>
     /// <param name="root">An absolute path to the directory files are served from.</param>
     /// <param name="relativePath">The file's path under <paramref name="root"/>.</param>
