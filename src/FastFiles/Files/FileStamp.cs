@@ -58,6 +58,13 @@ internal readonly partial record struct FileStamp(ulong Device, ulong Inode, lon
     /// <summary>Stats <paramref name="path"/> (following links). False when it does not exist or is not a file or directory.</summary>
     public static bool TryGet(string path, out FileStamp stamp)
     {
+        // statx(2) takes a C string, which would end at a NUL: "a.txt\0.pdf" is no file (as File.Exists says), never a.txt.
+        if (path.Contains('\0'))
+        {
+            stamp = default;
+            return false;
+        }
+
         if (OperatingSystem.IsLinux() && !s_statxMissing)
         {
             return TryStatx(AtFdCwd, path, 0, out stamp);

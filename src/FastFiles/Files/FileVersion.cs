@@ -148,6 +148,13 @@ internal sealed class FileVersion : IDisposable
     /// <summary>As <see cref="OpenHandle(string)"/>, with the stamp of the opened descriptor (fstat, not the path).</summary>
     public static SafeFileHandle OpenHandle(string path, out FileStamp stamp)
     {
+        // As .NET refuses it: open(2) would see the path cut at the NUL, so an app's check of "report.txt\0.pdf" as a PDF
+        // would send report.txt.
+        if (path.Contains('\0'))
+        {
+            throw new ArgumentException("Null character in path.", nameof(path));
+        }
+
         // Nothing but a file or a directory is opened: opening some devices acts (a watchdog starts, a tape rewinds),
         // and a symbolic link under a root could point at one. On Linux the type is read again from the descriptor
         // (RegularFileOpener), so nothing swapped in after this look is served or waited on.

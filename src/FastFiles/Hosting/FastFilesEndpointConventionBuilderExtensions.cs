@@ -19,8 +19,11 @@ public static class FastFilesEndpointConventionBuilderExtensions
     /// integrity, precompressed variants and headers) while the file bytes go through FastFiles' pipe copy. For
     /// <c>MapStaticAssets</c> endpoints, unconditional full GETs of assets up to <c>FastFilesOptions.MaxCachedFileSize</c>
     /// are answered from memory with MapStaticAssets' own headers (not while MapStaticAssets reloads changed assets at
-    /// run time, as it does for a build's manifest or with <c>ReloadStaticAssetsAtRuntime</c>, and not with
-    /// <c>EnableFileCache</c> off). Works in any middleware order, since it is part of the endpoint.
+    /// run time, as it does for a build's manifest or with <c>ReloadStaticAssetsAtRuntime</c>; not with
+    /// <c>EnableFileCache</c> off; not when a middleware above has replaced the response body, as response compression
+    /// does; and not when another convention added before this one wraps the endpoint's delegate, which then runs for
+    /// every request: call <c>WithFastFiles()</c> first to keep answers from memory). Works in any middleware order, since
+    /// it is part of the endpoint.
     /// </summary>
     /// <typeparam name="TBuilder">The endpoint convention builder, for example <c>StaticAssetsEndpointConventionBuilder</c>.</typeparam>
     /// <param name="builder">The endpoints.</param>
@@ -41,8 +44,11 @@ public static class FastFilesEndpointConventionBuilderExtensions
             // services at convention time.
             FastSendFileMiddleware? middleware = null;
             RequestDelegate send = context => (middleware ??= Create(inner, context.RequestServices)).Invoke(context);
-            endpoint.RequestDelegate = endpoint.Metadata.OfType<StaticAssetDescriptor>().FirstOrDefault() is { } asset
-                ? StaticAssetMemoryResponder.Wrap(send, asset, StaticAssetMemoryResponder.IsRuntimeReload(inner), shared)
+            // Answers from memory only in place of MapStaticAssets' own delegate: anything wrapped around it before this
+            // convention (an app's access check or headers, the runtime reload handler) must run for every request.
+            endpoint.RequestDelegate = StaticAssetMemoryResponder.IsStaticAssetsInvoker(inner)
+                && endpoint.Metadata.OfType<StaticAssetDescriptor>().FirstOrDefault() is { } asset
+                ? StaticAssetMemoryResponder.Wrap(send, asset, shared)
                 : send;
             endpoint.Metadata.Add(FastFilesEndpointMetadata.Instance);
         });

@@ -40,7 +40,6 @@ internal sealed class StaticAssetMemoryResponder
     private readonly string? _etag;
     private readonly long _length = -1;
     private readonly List<KeyValuePair<string, string>> _headers = [];
-    private readonly bool _runtimeReload;
     // Verified bytes by (asset path, ETag), shared by the endpoints of one WithFastFiles call: an asset has several routes
     // (fingerprinted and plain, and a compressed file is also selected by Content-Encoding), one copy serves them all.
     private readonly ConcurrentDictionary<(string AssetPath, string ETag), byte[]> _shared;
@@ -54,11 +53,10 @@ internal sealed class StaticAssetMemoryResponder
     private long _revalidateAfterMs;
     private ILogger? _logger;
 
-    private StaticAssetMemoryResponder(RequestDelegate next, StaticAssetDescriptor asset, bool runtimeReload, ConcurrentDictionary<(string, string), byte[]> shared)
+    private StaticAssetMemoryResponder(RequestDelegate next, StaticAssetDescriptor asset, ConcurrentDictionary<(string, string), byte[]> shared)
     {
         _next = next;
         _asset = asset;
-        _runtimeReload = runtimeReload;
         _shared = shared;
         EntityTagHeaderValue? etag = null;
         foreach (StaticAssetResponseHeader header in asset.ResponseHeaders)
@@ -94,62 +92,34 @@ internal sealed class StaticAssetMemoryResponder
 
     /// <param name="next">The endpoint's request delegate.</param>
     /// <param name="asset">The endpoint's asset.</param>
-    /// <param name="runtimeReload">Whether <paramref name="next"/> is known to be MapStaticAssets' runtime reload wrapper.</param>
     /// <param name="shared">Verified bytes shared with the other endpoints of the same <c>WithFastFiles</c> call.</param>
-    public static RequestDelegate Wrap(RequestDelegate next, StaticAssetDescriptor asset, bool runtimeReload, ConcurrentDictionary<(string, string), byte[]> shared)
-        => new StaticAssetMemoryResponder(next, asset, runtimeReload, shared).Invoke;
+    public static RequestDelegate Wrap(RequestDelegate next, StaticAssetDescriptor asset, ConcurrentDictionary<(string, string), byte[]> shared)
+        => new StaticAssetMemoryResponder(next, asset, shared).Invoke;
 
     /// <summary>The bytes this endpoint answers from, once read (for tests).</summary>
     internal static byte[]? BytesOf(RequestDelegate endpoint) => (endpoint.Target as StaticAssetMemoryResponder)?._bytes;
 
     /// <summary>
-    /// Whether an endpoint's delegate is, or wraps, the wrapper MapStaticAssets' runtime reload handler puts on every
-    /// endpoint when it is on (its first convention). An app's own convention between <c>MapStaticAssets</c> and
-    /// <c>WithFastFiles</c> wraps it in turn, so the delegates a closure holds are looked through (a few levels, once
-    /// per endpoint when endpoints are built).
+    /// Whether an endpoint's delegate is MapStaticAssets' own (aspnetcore <c>StaticAssetEndpointFactory</c> sets
+    /// <c>StaticAssetsInvoker.Invoke</c>) and nothing wraps it: an app's convention, or the runtime reload handler's.
     /// </summary>
-    public static bool IsRuntimeReload(Delegate endpoint) => WrapsRuntimeReload(endpoint, depth: 0, []);
-
-    private static bool WrapsRuntimeReload(Delegate endpoint, int depth, HashSet<object> seen)
-    {
-        for (Type? type = endpoint.Method.DeclaringType; type is not null; type = type.DeclaringType)
-        {
-            if (type.Name == "StaticAssetDevelopmentRuntimeHandler")
-            {
-                return true;
-            }
-        }
-
-        if (depth >= 8 || endpoint.Target is not { } target || !seen.Add(target))
-        {
-            return false;
-        }
-
-        foreach (System.Reflection.FieldInfo field in target.GetType().GetFields(System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.Public | System.Reflection.BindingFlags.NonPublic))
-        {
-            if (typeof(Delegate).IsAssignableFrom(field.FieldType) && field.GetValue(target) is Delegate inner && WrapsRuntimeReload(inner, depth + 1, seen))
-            {
-                return true;
-            }
-        }
-
-        return false;
-    }
+    public static bool IsStaticAssetsInvoker(Delegate endpoint)
+        => endpoint.Target?.GetType().FullName == "Microsoft.AspNetCore.StaticAssets.StaticAssetsInvoker" && endpoint.Method.Name == "Invoke";
 
     /// <summary>
     /// As aspnetcore's <c>StaticAssetDevelopmentRuntimeHandler.IsEnabled</c>: <c>ReloadStaticAssetsAtRuntime</c> when
     /// set, else on for a build's manifest. The manifest's type is read from the default manifest (the one
-    /// <c>MapStaticAssets()</c> loads without a path); one given by path is known only through the wrapper on its
-    /// endpoints (<see cref="IsRuntimeReload"/>).
+    /// <c>MapStaticAssets()</c> loads without a path). A second look: when the handler is on, it wraps every endpoint, so
+    /// <see cref="IsStaticAssetsInvoker"/> already kept this responder off.
     /// </summary>
-    private bool ReloadsAtRuntime(IServiceProvider services, IWebHostEnvironment? environment)
+    private static bool ReloadsAtRuntime(IServiceProvider services, IWebHostEnvironment? environment)
     {
         if (bool.TryParse(services.GetService<IConfiguration>()?["ReloadStaticAssetsAtRuntime"], out bool configured))
         {
             return configured;
         }
 
-        return _runtimeReload || (environment is not null && DefaultManifestIsBuild(environment.ApplicationName));
+        return environment is not null && DefaultManifestIsBuild(environment.ApplicationName);
     }
 
     private static readonly System.Collections.Concurrent.ConcurrentDictionary<string, bool> BuildManifests = new(StringComparer.Ordinal);
@@ -182,7 +152,10 @@ internal sealed class StaticAssetMemoryResponder
             return _next(context);
         }
 
-        if (_state < 0 || !IsUnconditionalGet(context.Request) || (_bytes ?? Load(context.RequestServices)) is not { } bytes)
+        // A body a middleware above has replaced (response compression, output caching) gets the endpoint's own writes:
+        // one write and flush from here would not give the bytes that middleware makes of MapStaticAssets' copy.
+        if (_state < 0 || !IsUnconditionalGet(context.Request) || (_bytes ?? Load(context.RequestServices)) is not { } bytes
+            || context.Features.Get<Microsoft.AspNetCore.Http.Features.IHttpResponseBodyFeature>() is not { } body || !FastFiles.IO.KestrelFeatures.IsKestrelBody(body))
         {
             return _next(context);
         }

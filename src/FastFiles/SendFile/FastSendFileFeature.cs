@@ -62,6 +62,11 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardin
     public async Task SendFileAsync(string path, long offset, long? count, CancellationToken cancellationToken = default)
     {
         ArgumentException.ThrowIfNullOrEmpty(path);
+        if (path.Contains('\0'))
+        {
+            // As the stock fallback (FileInfo) refuses it: open(2) would see the path cut at the NUL.
+            throw new ArgumentException("Null character in path.", nameof(path));
+        }
 
         // The stamp is the version this body is sent from, read from the descriptor. The caller built its headers from an
         // earlier look at the path; from here on, a write into the file is caught before the body's last bytes leave.
@@ -81,6 +86,15 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardin
 
         long toSend = count ?? length - offset;
         cancellationToken.ThrowIfCancellationRequested();
+
+        // "To the end" of a file whose size says nothing of its content (procfs reports 0 bytes): the stock fallback
+        // reads until end of file, and so does Kestrel's own SendFileAsync, which this one then is.
+        if (count is null && length == 0)
+        {
+            file.Dispose();
+            await _inner.SendFileAsync(path, offset, count, cancellationToken);
+            return;
+        }
 
         // As the stock fallback: nothing to copy writes nothing, so the response is not started.
         if (toSend == 0)
@@ -125,6 +139,18 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardin
         {
             case FileSendStatus.Completed:
                 return;
+            case FileSendStatus.Truncated when count is null && responseFeature.Headers.ContentLength is null && stamp.StillMatches(file):
+                // "To the end" of a body with no declared length, and the end came sooner than the size said while the
+                // file did not change (sysfs reports 4096 bytes for a few): as the stock fallback, which reads until end
+                // of file, the body ends there. (A file truncated meanwhile has another stamp: cut short, as below.)
+                FlushResult flushed = await _inner.Writer.FlushAsync(aborted);
+                if (!flushed.IsCanceled)
+                {
+                    return;
+                }
+
+                status = FileSendStatus.ClientDisconnected;
+                break;
             case FileSendStatus.Truncated:
                 Log.FileTruncated(_logger, path, toSend);
                 break;

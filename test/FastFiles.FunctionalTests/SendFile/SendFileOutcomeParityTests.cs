@@ -64,6 +64,18 @@ public sealed class SendFileOutcomeParityTests : IAsyncLifetime
                 case "count0":
                     await context.Response.SendFileAsync(file, 5, 0);
                     break;
+                case "nul":
+                    // Named as an app's check might see it (a .pdf), naming data.bin to open(2).
+                    await context.Response.SendFileAsync(file + "\0.pdf", 0, null);
+                    break;
+                case "procfs":
+                    // Its size says 0 bytes; it holds more.
+                    await context.Response.SendFileAsync("/proc/version", 0, null);
+                    break;
+                case "sysfs":
+                    // Its size says 4096 bytes; it holds a few.
+                    await context.Response.SendFileAsync("/sys/class/net/lo/mtu", 0, null);
+                    break;
             }
 
             _outcomes[id] = "ok:started=" + context.Response.HasStarted;
@@ -112,6 +124,11 @@ public sealed class SendFileOutcomeParityTests : IAsyncLifetime
     [InlineData(Transport.Http11, "cancelled-before", "GET")]
     [InlineData(Transport.Http11, "count0", "GET")]
     [InlineData(Transport.H2c, "count0", "GET")]
+    [InlineData(Transport.Http11, "nul", "GET")]
+    [InlineData(Transport.Http11, "procfs", "GET")]
+    [InlineData(Transport.H2c, "procfs", "GET")]
+    [InlineData(Transport.Http11, "sysfs", "GET")]
+    [InlineData(Transport.H2c, "sysfs", "GET")]
     public async Task Same_outcome_as_kestrels_own_SendFileAsync(Transport transport, string scenario, string method)
     {
         string stock = await RunAsync(transport, "stock", scenario, new HttpMethod(method));
