@@ -165,9 +165,10 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             return _next(context);
         }
 
-        // "/static" (the RequestPath itself) names the root directory without its trailing slash. Empty segments name
-        // the same file as without them: one sub-path, so one cache entry, per file.
-        return ServeAsync(context, _responder.ReadRequest(context), PathSafety.CollapseSlashes(subpath), rootWithoutSlash: !remaining.HasValue && _options.RequestPath.HasValue);
+        // "/static" (the RequestPath itself) names the root directory without its trailing slash, as does an empty path
+        // under a path base (app.Map("/docs", ...) for "/docs"). Empty segments name the same file as without them: one
+        // sub-path, so one cache entry, per file.
+        return ServeAsync(context, _responder.ReadRequest(context), PathSafety.CollapseSlashes(subpath), rootWithoutSlash: !remaining.HasValue);
     }
 
     // The one place a stale cached version is retried.
@@ -382,7 +383,13 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             }
 
             // A directory named without its trailing slash.
-            return RedirectIfDefaultFile(subpath + "/");
+            if (_options.RedirectToAppendTrailingSlash)
+            {
+                return RedirectIfDefaultFile(subpath + "/");
+            }
+
+            // As UseDefaultFiles without its redirect: the directory's default file answers at this URL.
+            subpath += "/";
         }
 
         if (_options.DefaultFileNames.Count == 0)
@@ -390,7 +397,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
             return Resolution.NotOurs;
         }
 
-        if (rootWithoutSlash)
+        if (rootWithoutSlash && _options.RedirectToAppendTrailingSlash)
         {
             return RedirectIfDefaultFile("/");
         }
@@ -415,7 +422,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
     // A directory named without its trailing slash is redirected to the slashed URL only when it has a default file.
     private Resolution RedirectIfDefaultFile(string directoryPath)
     {
-        if (_options.RedirectToAppendTrailingSlash && FindDefaultFile(directoryPath, out FileVersion? probe) is not null)
+        if (FindDefaultFile(directoryPath, out FileVersion? probe) is not null)
         {
             probe!.Dispose();
             return Resolution.Redirect;

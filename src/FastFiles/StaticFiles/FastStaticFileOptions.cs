@@ -83,7 +83,8 @@ public sealed class FastStaticFileOptions
 
     /// <summary>
     /// When a directory with a default file is requested without a trailing slash, redirect (301) to the path with one,
-    /// so relative links in the page resolve.
+    /// so relative links in the page resolve. Off, the default file answers at the URL without the slash, as
+    /// <c>UseDefaultFiles</c> does.
     /// </summary>
     /// <remarks>Defaults to <see langword="true"/>.</remarks>
     public bool RedirectToAppendTrailingSlash { get; set; } = true;

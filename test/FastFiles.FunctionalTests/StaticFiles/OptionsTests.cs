@@ -183,6 +183,44 @@ public sealed class OptionsTests(OptionsTests.Fixture fixture) : IClassFixture<O
         Assert.Equal("root index".Length, head.Content.Headers.ContentLength);
     }
 
+    // As UseDefaultFiles with RedirectToAppendTrailingSlash off: the default file answers at the URL without the slash
+    // (it was a 404).
+    [Theory]
+    [InlineData("/noredirect/dir", "dir index")]
+    [InlineData("/noredirect/dir?x=1", "dir index")]
+    [InlineData("/noredirect", "root index")]
+    public async Task Without_the_redirect_a_directory_without_its_slash_answers_with_its_default_file(string path, string body)
+    {
+        foreach (Transport transport in TransportMatrix.Default)
+        {
+            using HttpResponseMessage response = await _f.Host.SendAsync(transport, path);
+            Assert.Equal(HttpStatusCode.OK, response.StatusCode);
+            Assert.Equal(body, await response.Content.ReadAsStringAsync());
+            Assert.Equal("text/html", response.Content.Headers.ContentType?.MediaType);
+        }
+    }
+
+    // Under a path base (app.Map), the branch's root is an empty path: it needs the slash as "/site" does (its index was
+    // served at "/docs", where its relative links resolve against "/").
+    [Fact]
+    public async Task The_root_of_a_mapped_branch_without_its_slash_redirects()
+    {
+        await using TestHost host = await TestHost.StartAsync(app => app.Map("/docs", docs => docs.UseFastFiles(new FastStaticFileOptions
+        {
+            FileProvider = new PhysicalFileProvider(_f.Files.PathOf("site")),
+            DefaultFileNames = ["index.html"],
+        })));
+        foreach ((string path, string location) in new[] { ("/docs", "/docs/"), ("/docs?x=1", "/docs/?x=1") })
+        {
+            using HttpResponseMessage response = await host.SendAsync(Transport.Http11, path);
+            Assert.Equal(HttpStatusCode.MovedPermanently, response.StatusCode);
+            Assert.Equal(location, response.Header("Location"));
+        }
+
+        using HttpResponseMessage index = await host.SendAsync(Transport.Http11, "/docs/");
+        Assert.Equal("root index", await index.Content.ReadAsStringAsync());
+    }
+
     [Theory]
     [InlineData("/site/dir", "/site/dir/")]
     [InlineData("/site/dir?x=1&y=2", "/site/dir/?x=1&y=2")]
@@ -202,7 +240,6 @@ public sealed class OptionsTests(OptionsTests.Fixture fixture) : IClassFixture<O
     [Theory]
     [InlineData("/site/nodefault/")]
     [InlineData("/site/nodefault")]
-    [InlineData("/noredirect/dir")]
     [InlineData("/nodefaults/")]
     [InlineData("/nodefaults/dir/")]
     [InlineData("/nodefaults/dir")]
