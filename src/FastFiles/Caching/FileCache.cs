@@ -45,6 +45,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
     private long _bytesHeld;
     private long _generation;
     private int _openHandles;
+    private int _watcherPartlyFailed;
 
     // Looks at entries holding descriptors that no request has revalidated lately (see SweepDescriptors).
     private readonly Timer _sweep;
@@ -548,6 +549,24 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
         Array.ForEach(variants, Retire);
     }
 
+    /// <summary>What a watcher error means for the entries (called by the watcher; internal for tests).</summary>
+    internal void OnWatcherError(Exception error)
+    {
+        if (error is InternalBufferOverflowException)
+        {
+            // Lost events (queue overflow): nothing cached can be trusted.
+            Log.WatcherError(_logger, error);
+            Clear();
+        }
+        else if (Interlocked.Exchange(ref _watcherPartlyFailed, 1) == 0)
+        {
+            // A directory that could not be watched (out of inotify watches, every new directory failed the same way and
+            // emptied the whole cache): its entries are still stat'ed at least once per FileCacheRevalidationInterval,
+            // the bound for any lost notification.
+            Log.WatcherPartlyUnavailable(_logger, _source.Root, error);
+        }
+    }
+
     private FileSystemWatcher? StartWatcher()
     {
         try
@@ -567,12 +586,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
                 OnChanged(e.OldFullPath, directoryMayHaveChanged: true);
                 OnChanged(e.FullPath, directoryMayHaveChanged: true);
             };
-            watcher.Error += (_, e) =>
-            {
-                // Lost events (queue overflow): nothing cached can be trusted.
-                Log.WatcherError(_logger, e.GetException());
-                Clear();
-            };
+            watcher.Error += (_, e) => OnWatcherError(e.GetException());
             watcher.EnableRaisingEvents = true;
             return watcher;
         }

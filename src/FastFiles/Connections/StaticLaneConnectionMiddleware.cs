@@ -522,6 +522,14 @@ internal sealed class StaticLaneConnectionMiddleware
             fromDisk = false;
         }
 
+        if (needsBody && !fromDisk && count > FlushThreshold)
+        {
+            // A body from memory longer than a flush batch (a MaxCachedFileSize raised past 64 KiB) would sit whole in the
+            // connection's output while a slow client reads it: the app's path sends it in flushed batches.
+            reason = HandOffReason.Uncached;
+            return false;
+        }
+
         ReadOnlySpan<byte> date = HttpDateClock.Line;
         try
         {

@@ -13,6 +13,9 @@ internal static partial class Log
     [LoggerMessage(5002, LogLevel.Warning, "File change notifications failed; the cache was cleared.", EventName = "WatcherError")]
     public static partial void WatcherError(ILogger logger, Exception exception);
 
+    [LoggerMessage(5009, LogLevel.Warning, "File change notifications for part of {Root} failed (often the inotify watch limit, fs.inotify.max_user_watches); changes there are seen by periodic revalidation. Logged once.", EventName = "WatcherPartlyUnavailable")]
+    public static partial void WatcherPartlyUnavailable(ILogger logger, string root, Exception exception);
+
     [LoggerMessage(5003, LogLevel.Warning, "File change notifications are unavailable for {Root}; cached entries rely on periodic revalidation.", EventName = "WatcherUnavailable")]
     public static partial void WatcherUnavailable(ILogger logger, string root, Exception exception);
 

@@ -172,21 +172,14 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                 // Kestrel flushes when the request completes, so headers and body leave in one write, and skipping
                 // the explicit flush saves the 72 bytes Kestrel allocates per started-then-flushed response
                 // (measured in the allocation tests).
-                if (count > ChunkedWriteSize && (HttpProtocol.IsHttp2(request.Protocol) || HttpProtocol.IsHttp3(request.Protocol)))
+                // Over HTTP/1.x a body larger than one copy batch goes in batches too (a MaxCachedFileSize raised to
+                // megabytes): written whole, it sat in the connection's output until a slow client read it, past
+                // MaxResponseBufferSize (100 clients that did not read an 8 MiB file held 886 MB).
+                bool multiplexed = HttpProtocol.IsHttp2(request.Protocol) || HttpProtocol.IsHttp3(request.Protocol);
+                int chunk = multiplexed ? ChunkedWriteSize : FileBodyWriter.FlushThreshold;
+                if (count > chunk)
                 {
-                    ReadOnlyMemory<byte> rest = file.Content!.AsMemory((int)start, (int)count);
-                    result = FileSendStatus.Completed;
-                    while (!rest.IsEmpty)
-                    {
-                        int n = Math.Min(rest.Length, ChunkedWriteSize);
-                        FlushResult flushed = await response.BodyWriter.WriteAsync(rest[..n], aborted);
-                        rest = rest[n..];
-                        if (flushed.IsCanceled || (flushed.IsCompleted && !rest.IsEmpty))
-                        {
-                            result = FileSendStatus.ClientDisconnected;
-                            break;
-                        }
-                    }
+                    result = await WriteInBatchesAsync(response.BodyWriter, file.Content!.AsMemory((int)start, (int)count), chunk, aborted);
                 }
                 else
                 {
@@ -194,11 +187,12 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                     result = ServerFlushesAtEnd(context) || !(await response.BodyWriter.FlushAsync(aborted)).IsCanceled
                         ? FileSendStatus.Completed
                         : FileSendStatus.ClientDisconnected;
-                    if (result == FileSendStatus.Completed && !HttpProtocol.IsHttp2(request.Protocol) && !HttpProtocol.IsHttp3(request.Protocol))
-                    {
-                        // On a zero-copy send path connection a body from memory is a copy too (fastfiles.send_path.bytes).
-                        (cachedSender ?? context.Features.Get<IZeroCopyFileSender>())?.Copied(count);
-                    }
+                }
+
+                if (result == FileSendStatus.Completed && !multiplexed)
+                {
+                    // On a zero-copy send path connection a body from memory is a copy too (fastfiles.send_path.bytes).
+                    (cachedSender ?? context.Features.Get<IZeroCopyFileSender>())?.Copied(count);
                 }
             }
             else if (plan.Body == ResponseBody.FileHandle && (owned ?? file.Handle) is { } handle)
@@ -318,7 +312,9 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         HttpResponse response, FileVersion file, SafeFileHandle? handle, MultipartByteRanges multipart, CancellationToken aborted)
     {
         PipeWriter writer = response.BodyWriter;
-        int bufferSize = ReadSizePolicy.For(options, response.HttpContext.Request.Protocol);
+        string protocol = response.HttpContext.Request.Protocol;
+        int bufferSize = ReadSizePolicy.For(options, protocol);
+        int chunk = HttpProtocol.IsHttp2(protocol) || HttpProtocol.IsHttp3(protocol) ? ChunkedWriteSize : FileBodyWriter.FlushThreshold;
         MultipartByteRanges.Part[] parts = multipart.Parts;
         for (int i = 0; i < parts.Length; i++)
         {
@@ -326,7 +322,9 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             writer.Write(part.Header.Span);
             (long start, long count) = (part.Range.Start, part.Range.Count);
             FileStamp? stamp = i == parts.Length - 1 ? file.Stamp : null;
-            FileSendStatus status = file.Content is not null ? Copy(writer, file.Content, start, count)
+            // Parts from memory longer than a batch go in batches, as a whole body does.
+            FileSendStatus status = file.Content is not null ? Copy(writer, file.Content, start, count, chunk) is { } copied ? copied
+                    : await WriteInBatchesAsync(writer, file.Content.AsMemory((int)start, (int)count), chunk, aborted)
                 : handle is not null ? await FileBodyWriter.WriteAsync(writer, handle, stamp, start, count, bufferSize, options.SynchronousReadThreshold, aborted)
                 : await StreamBodyWriter.WriteAsync(writer, file.FileInfo!, start, count, bufferSize, aborted);
             if (status != FileSendStatus.Completed)
@@ -347,11 +345,34 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         response.HttpContext.Features.Get<IZeroCopyFileSender>()?.Copied(multipart.ContentLength);
         return FileSendStatus.Completed;
 
-        static FileSendStatus Copy(PipeWriter writer, byte[] content, long start, long count)
+        static FileSendStatus? Copy(PipeWriter writer, byte[] content, long start, long count, int chunk)
         {
+            if (count > chunk)
+            {
+                return null;
+            }
+
             writer.Write(content.AsSpan((int)start, (int)count));
             return FileSendStatus.Completed;
         }
+    }
+
+    // A body from memory in flushed batches, so the connection's output holds one batch at a time however slowly the
+    // client reads (Kestrel's pipe makes each flush wait for room).
+    private static async ValueTask<FileSendStatus> WriteInBatchesAsync(PipeWriter writer, ReadOnlyMemory<byte> body, int chunk, CancellationToken aborted)
+    {
+        while (!body.IsEmpty)
+        {
+            int n = Math.Min(body.Length, chunk);
+            FlushResult flushed = await writer.WriteAsync(body[..n], aborted);
+            body = body[n..];
+            if (flushed.IsCanceled || (flushed.IsCompleted && !body.IsEmpty))
+            {
+                return FileSendStatus.ClientDisconnected;
+            }
+        }
+
+        return FileSendStatus.Completed;
     }
 
     /// <summary>

@@ -63,6 +63,32 @@ public sealed class FileCacheTests : IDisposable
         Assert.True(read < 3L * Size, $"read {read / (1024 * 1024)} MiB to hash one {Size / (1024 * 1024)} MiB version");
     }
 
+    // Out of inotify watches, each new directory's watch fails: that error emptied the whole cache every time (a mkdir
+    // under the root cleared 100 entries). Only lost events (queue overflow) do; a directory without a watch is covered
+    // by revalidation.
+    [Fact]
+    public void A_failed_watch_keeps_the_entries_and_lost_events_clear_them()
+    {
+        for (int i = 0; i < 5; i++)
+        {
+            File.WriteAllText(Path.Combine(_root, $"f{i}.txt"), "x");
+        }
+
+        using var cache = new FileCache(
+            new PhysicalFileSource(_root, followLinksOutsideRoot: false), string.Empty, new FastFilesOptions(), new FastFilesMetrics(null), NullLogger.Instance);
+        for (int i = 0; i < 5; i++)
+        {
+            Assert.NotNull(cache.Build($"/f{i}.txt", $"/f{i}.txt", new FileResponseSettings(), precompressed: false));
+        }
+
+        Assert.Equal(5, cache.Count);
+        cache.OnWatcherError(new IOException("The configured user limit (30) on the number of inotify watches has been reached."));
+        cache.OnWatcherError(new IOException("The configured user limit (30) on the number of inotify watches has been reached."));
+        Assert.Equal(5, cache.Count);
+        cache.OnWatcherError(new InternalBufferOverflowException());
+        Assert.Equal(0, cache.Count);
+    }
+
     // Large files asked for once each through a small cache: only the versions still cached when their hash's turn comes
     // are read. The gate is held while they are built, as a long hash ahead of them would.
     [Fact]
