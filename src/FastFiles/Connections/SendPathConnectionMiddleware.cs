@@ -63,6 +63,7 @@ internal sealed class SendPathConnectionMiddleware
         writer.AttachInput(input);
         context.Transport = new SendPathDuplexPipe(input, writer);
         context.Features.Set<IZeroCopyFileSender>(writer);
+        ZeroCopySenders.AnyInProcess = true;
         try
         {
             await _next(context);

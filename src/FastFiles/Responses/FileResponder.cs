@@ -189,7 +189,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                         : FileSendStatus.ClientDisconnected;
                 }
 
-                if (result == FileSendStatus.Completed && !multiplexed)
+                if (result == FileSendStatus.Completed && !multiplexed && (cachedSender is not null || ZeroCopySenders.AnyInProcess))
                 {
                     // On a zero-copy send path connection a body from memory is a copy too (fastfiles.send_path.bytes).
                     (cachedSender ?? context.Features.Get<IZeroCopyFileSender>())?.Copied(count);
