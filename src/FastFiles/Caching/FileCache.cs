@@ -552,9 +552,10 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
     /// <summary>What a watcher error means for the entries (called by the watcher; internal for tests).</summary>
     internal void OnWatcherError(Exception error)
     {
-        if (error is InternalBufferOverflowException)
+        // ENOSPC (28): a directory's watch could not be added (out of inotify watches); the watcher goes on.
+        if (error is not IOException { HResult: 28 })
         {
-            // Lost events (queue overflow): nothing cached can be trusted.
+            // Lost events (queue overflow), or the watcher stopped: nothing cached can be trusted.
             Log.WatcherError(_logger, error);
             Clear();
         }

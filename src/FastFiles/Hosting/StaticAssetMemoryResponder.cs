@@ -176,7 +176,12 @@ internal sealed class StaticAssetMemoryResponder
         }
 
         response.ContentLength = _length;
-        return response.BodyWriter.WriteAsync(bytes, context.RequestAborted).AsTask();
+        // Longer than a batch (MaxCachedFileSize raised): in flushed batches, as FileResponder sends cached bodies, so a
+        // client that does not read holds a batch in Kestrel's output, not the asset.
+        int batch = FastFiles.Responses.FileResponder.MemoryBatchSize(context.Request.Protocol);
+        return bytes.Length <= batch
+            ? response.BodyWriter.WriteAsync(bytes, context.RequestAborted).AsTask()
+            : FastFiles.Responses.FileResponder.WriteInBatchesAsync(response.BodyWriter, bytes, batch, context.RequestAborted).AsTask();
     }
 
     // MapStaticAssets evaluates preconditions and ranges for anything else; a plain GET is always its 200.

@@ -175,8 +175,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                 // Over HTTP/1.x a body larger than one copy batch goes in batches too (a MaxCachedFileSize raised to
                 // megabytes): written whole, it sat in the connection's output until a slow client read it, past
                 // MaxResponseBufferSize (100 clients that did not read an 8 MiB file held 886 MB).
-                bool multiplexed = HttpProtocol.IsHttp2(request.Protocol) || HttpProtocol.IsHttp3(request.Protocol);
-                int chunk = multiplexed ? ChunkedWriteSize : FileBodyWriter.FlushThreshold;
+                int chunk = MemoryBatchSize(request.Protocol);
                 if (count > chunk)
                 {
                     result = await WriteInBatchesAsync(response.BodyWriter, file.Content!.AsMemory((int)start, (int)count), chunk, aborted);
@@ -189,7 +188,7 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
                         : FileSendStatus.ClientDisconnected;
                 }
 
-                if (result == FileSendStatus.Completed && !multiplexed && (cachedSender is not null || ZeroCopySenders.AnyInProcess))
+                if (result == FileSendStatus.Completed && (cachedSender is not null || ZeroCopySenders.AnyInProcess))
                 {
                     // On a zero-copy send path connection a body from memory is a copy too (fastfiles.send_path.bytes).
                     (cachedSender ?? context.Features.Get<IZeroCopyFileSender>())?.Copied(count);
@@ -314,7 +313,8 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         PipeWriter writer = response.BodyWriter;
         string protocol = response.HttpContext.Request.Protocol;
         int bufferSize = ReadSizePolicy.For(options, protocol);
-        int chunk = HttpProtocol.IsHttp2(protocol) || HttpProtocol.IsHttp3(protocol) ? ChunkedWriteSize : FileBodyWriter.FlushThreshold;
+        int chunk = MemoryBatchSize(protocol);
+        int unflushed = 0;
         MultipartByteRanges.Part[] parts = multipart.Parts;
         for (int i = 0; i < parts.Length; i++)
         {
@@ -330,6 +330,16 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             if (status != FileSendStatus.Completed)
             {
                 return status;
+            }
+
+            // Short parts from memory are flushed once a batch of them is written, as a long one is.
+            if (file.Content is not null && (unflushed += part.Header.Length + (int)count) >= chunk)
+            {
+                unflushed = 0;
+                if ((await writer.FlushAsync(aborted)).IsCanceled)
+                {
+                    return FileSendStatus.ClientDisconnected;
+                }
             }
         }
 
@@ -357,9 +367,13 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         }
     }
 
+    /// <summary>The batch a body from memory is written in: one copy batch (HTTP/1.x), or 16 KiB on HTTP/2 and HTTP/3.</summary>
+    internal static int MemoryBatchSize(string protocol)
+        => HttpProtocol.IsHttp2(protocol) || HttpProtocol.IsHttp3(protocol) ? ChunkedWriteSize : FileBodyWriter.FlushThreshold;
+
     // A body from memory in flushed batches, so the connection's output holds one batch at a time however slowly the
     // client reads (Kestrel's pipe makes each flush wait for room).
-    private static async ValueTask<FileSendStatus> WriteInBatchesAsync(PipeWriter writer, ReadOnlyMemory<byte> body, int chunk, CancellationToken aborted)
+    internal static async ValueTask<FileSendStatus> WriteInBatchesAsync(PipeWriter writer, ReadOnlyMemory<byte> body, int chunk, CancellationToken aborted)
     {
         while (!body.IsEmpty)
         {

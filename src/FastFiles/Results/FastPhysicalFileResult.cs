@@ -88,7 +88,7 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
     public bool EnableRangeProcessing { get; init; } = true;
 
     /// <summary>The Cache-Control value to send, if any.</summary>
-    /// <remarks>Defaults to <see langword="null"/>.</remarks>
+    /// <remarks>Defaults to <see langword="null"/>: no header (as does an empty or blank value).</remarks>
     public string? CacheControl { get; init; }
 
     /// <summary>
@@ -304,7 +304,8 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
         return new FileResponseSettings
         {
             ContentType = ContentType,
-            CacheControl = CacheControl,
+            // Empty or blank is no header, as for UseFastFiles.
+            CacheControl = string.IsNullOrWhiteSpace(CacheControl) ? null : CacheControl,
             EnableRangeProcessing = EnableRangeProcessing,
             ContentDisposition = disposition,
             LogName = FileName,

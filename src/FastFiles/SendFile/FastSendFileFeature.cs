@@ -143,10 +143,15 @@ internal sealed class FastSendFileFeature : IHttpResponseBodyFeature, IForwardin
                 // "To the end" of a body with no declared length, and the end came sooner than the size said while the
                 // file did not change (sysfs reports 4096 bytes for a few): as the stock fallback, which reads until end
                 // of file, the body ends there. (A file truncated meanwhile has another stamp: cut short, as below.)
-                FlushResult flushed = await _inner.Writer.FlushAsync(aborted);
-                if (!flushed.IsCanceled)
+                try
                 {
-                    return;
+                    if (!(await _inner.Writer.FlushAsync(aborted)).IsCanceled)
+                    {
+                        return;
+                    }
+                }
+                catch (OperationCanceledException) when (aborted.IsCancellationRequested)
+                {
                 }
 
                 status = FileSendStatus.ClientDisconnected;

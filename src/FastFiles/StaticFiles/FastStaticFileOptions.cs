@@ -255,7 +255,7 @@ public sealed class FastStaticFileOptions
         return new(ContentTypeProvider, ServeUnknownFileTypes, NullIfEmpty(DefaultContentType), NullIfEmpty(CacheControl), fingerprint is not null ? fingerprint.IsMatch : null, OnPrepareResponse, HttpsCompression, OnPrepareResponseAsync);
     }
 
-    private static string? NullIfEmpty(string? value) => string.IsNullOrEmpty(value) ? null : value;
+    private static string? NullIfEmpty(string? value) => string.IsNullOrWhiteSpace(value) ? null : value;
 
     // What a field value may hold here (RFC 9110 5.5: visible characters, SP and HTAB), ASCII only.
     private static readonly System.Buffers.SearchValues<char> HeaderValueChars = System.Buffers.SearchValues.Create(

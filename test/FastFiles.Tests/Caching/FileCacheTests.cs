@@ -82,10 +82,16 @@ public sealed class FileCacheTests : IDisposable
         }
 
         Assert.Equal(5, cache.Count);
-        cache.OnWatcherError(new IOException("The configured user limit (30) on the number of inotify watches has been reached."));
-        cache.OnWatcherError(new IOException("The configured user limit (30) on the number of inotify watches has been reached."));
+        // As the runtime raises it: an IOException whose HResult is ENOSPC (28).
+        cache.OnWatcherError(new IOException("The configured user limit (30) on the number of inotify watches has been reached.", 28));
+        cache.OnWatcherError(new IOException("The configured user limit (30) on the number of inotify watches has been reached.", 28));
         Assert.Equal(5, cache.Count);
         cache.OnWatcherError(new InternalBufferOverflowException());
+        Assert.Equal(0, cache.Count);
+
+        // Any other error may have stopped the watcher: cleared as before.
+        Assert.NotNull(cache.Build("/f0.txt", "/f0.txt", new FileResponseSettings(), precompressed: false));
+        cache.OnWatcherError(new IOException("failed", 5));
         Assert.Equal(0, cache.Count);
     }
 
