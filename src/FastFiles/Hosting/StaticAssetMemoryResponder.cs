@@ -176,12 +176,14 @@ internal sealed class StaticAssetMemoryResponder
         }
 
         response.ContentLength = _length;
-        // Longer than a batch (MaxCachedFileSize raised): in flushed batches, as FileResponder sends cached bodies, so a
-        // client that does not read holds a batch in Kestrel's output, not the asset.
-        int batch = FastFiles.Responses.FileResponder.MemoryBatchSize(context.Request.Protocol);
-        return bytes.Length <= batch
+        // Longer than one copy batch (MaxCachedFileSize raised past its 64 KiB default): in flushed batches, as
+        // FileResponder sends cached bodies, so a client that does not read holds a batch in Kestrel's output, not the
+        // asset. Up to 64 KiB, one write on every protocol: 16 KiB writes over HTTP/2 measured 0.92x at 64 KiB
+        // (benchmarks/results/review-fixes-2026-11-28/staticassets-16k; one write: 0.99x, staticassets).
+        return bytes.Length <= FastFiles.IO.FileBodyWriter.FlushThreshold
             ? response.BodyWriter.WriteAsync(bytes, context.RequestAborted).AsTask()
-            : FastFiles.Responses.FileResponder.WriteInBatchesAsync(response.BodyWriter, bytes, batch, context.RequestAborted).AsTask();
+            : FastFiles.Responses.FileResponder.WriteInBatchesAsync(
+                response.BodyWriter, bytes, FastFiles.Responses.FileResponder.MemoryBatchSize(context.Request.Protocol), context.RequestAborted).AsTask();
     }
 
     // MapStaticAssets evaluates preconditions and ranges for anything else; a plain GET is always its 200.
