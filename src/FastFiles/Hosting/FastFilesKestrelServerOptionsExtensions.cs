@@ -43,7 +43,10 @@ public static class FastFilesKestrelServerOptionsExtensions
         ArgumentNullException.ThrowIfNull(options);
         var fastFiles = new FastFilesKestrelOptions();
         // Configuration first, then code, as for FastFiles' other options.
-        options.ApplicationServices?.GetService<IConfiguration>()?.GetSection(FastFilesConfiguration.KestrelSectionName).Bind(fastFiles);
+        if (options.ApplicationServices?.GetService<IConfiguration>() is { } configuration)
+        {
+            FastFilesConfiguration.Bind(configuration.GetSection(FastFilesConfiguration.KestrelSectionName), fastFiles);
+        }
         configure?.Invoke(fastFiles);
         Validate(fastFiles);
         if (FastFilesKestrelState.Of(options.ApplicationServices) is { } state)

@@ -31,9 +31,9 @@ public static class FastFilesServiceCollectionExtensions
     {
         ArgumentNullException.ThrowIfNull(services);
         AddCore(services);
-        BindFirst<FastFilesOptions>(services, o => o.BindConfiguration(ConfigurationSectionName));
-        BindFirst<FastStaticFileOptions>(services, o => o.BindConfiguration(ConfigurationSectionName + ":StaticFiles"));
-        BindFirst<StaticLaneOptions>(services, o => o.BindConfiguration(ConfigurationSectionName + ":StaticLane"));
+        BindFirst<FastFilesOptions>(services, FastFilesConfiguration.SectionName, FastFilesConfiguration.Bind);
+        BindFirst<FastStaticFileOptions>(services, FastFilesConfiguration.StaticFilesSectionName, FastFilesConfiguration.Bind);
+        BindFirst<StaticLaneOptions>(services, FastFilesConfiguration.StaticLaneSectionName, FastFilesConfiguration.Bind);
         if (configure is not null)
         {
             services.Configure(configure);
@@ -51,19 +51,38 @@ public static class FastFilesServiceCollectionExtensions
         ArgumentNullException.ThrowIfNull(services);
         ArgumentNullException.ThrowIfNull(configuration);
         AddCore(services);
-        BindFirst<FastFilesOptions>(services, o => o.Bind(configuration));
-        BindFirst<FastStaticFileOptions>(services, o => o.Bind(configuration.GetSection("StaticFiles")));
-        BindFirst<StaticLaneOptions>(services, o => o.Bind(configuration.GetSection("StaticLane")));
+        BindFirst<FastFilesOptions>(services, configuration, FastFilesConfiguration.Bind);
+        BindFirst<FastStaticFileOptions>(services, configuration.GetSection("StaticFiles"), FastFilesConfiguration.Bind);
+        BindFirst<StaticLaneOptions>(services, configuration.GetSection("StaticLane"), FastFilesConfiguration.Bind);
         return services;
     }
 
     // Configuration binding goes before any code configuration of the same options registered earlier
     // (ConfigureFastStaticFiles before AddFastFiles): code always has the last word, whatever the call order.
-    private static void BindFirst<T>(IServiceCollection services, Action<OptionsBuilder<T>> bind)
+    // A section of the app's configuration, as OptionsBuilder.BindConfiguration binds it (resolved when the options are
+    // built, with a change token source for the whole configuration).
+    private static void BindFirst<T>(IServiceCollection services, string sectionPath, Action<IConfiguration, T> bind)
+        where T : class
+        => BindFirst<T>(services, () =>
+        {
+            services.AddOptions<T>().Configure<IConfiguration>((options, configuration) => bind(configuration.GetSection(sectionPath), options));
+            services.AddSingleton<IOptionsChangeTokenSource<T>, ConfigurationChangeTokenSource<T>>();
+        });
+
+    // An explicit section, as OptionsBuilder.Bind(IConfiguration) binds it.
+    private static void BindFirst<T>(IServiceCollection services, IConfiguration section, Action<IConfiguration, T> bind)
+        where T : class
+        => BindFirst<T>(services, () =>
+        {
+            services.AddOptions<T>().Configure(options => bind(section, options));
+            services.AddSingleton<IOptionsChangeTokenSource<T>>(new ConfigurationChangeTokenSource<T>(Options.Options.DefaultName, section));
+        });
+
+    private static void BindFirst<T>(IServiceCollection services, Action bind)
         where T : class
     {
         int before = services.Count;
-        bind(services.AddOptions<T>());
+        bind();
         int first = -1;
         for (int i = 0; i < before; i++)
         {

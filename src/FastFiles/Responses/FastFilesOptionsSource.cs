@@ -1,4 +1,6 @@
+using System.Diagnostics.CodeAnalysis;
 using System.Runtime.CompilerServices;
+using FastFiles.Hosting;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
@@ -24,7 +26,7 @@ internal static class FastFilesOptionsSource
     /// UseFastFiles, WithFastFiles and FastResults shares one <c>FastFilesOptions</c>; UseFastFiles()
     /// and a lane root left to the application's options share one FastStaticFileOptions, and so one file cache).
     /// </summary>
-    public static T Bound<T>(IServiceProvider services, string section)
+    public static T Bound<[DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicParameterlessConstructor)] T>(IServiceProvider services, string section)
         where T : class
     {
         // Keyed by the container's singleton IOptions<T> so that a request's scoped provider (results run with
@@ -38,13 +40,13 @@ internal static class FastFilesOptionsSource
         return Memo<T>.Resolved.GetValue(key, _ => Resolve<T>(services, section));
     }
 
-    private static class Memo<T>
+    private static class Memo<[DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicParameterlessConstructor)] T>
         where T : class
     {
         public static readonly ConditionalWeakTable<object, T> Resolved = [];
     }
 
-    public static T Resolve<T>(IServiceProvider services, string section)
+    public static T Resolve<[DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicParameterlessConstructor)] T>(IServiceProvider services, string section)
         where T : class
     {
         if (IsRegistered(services))
@@ -55,11 +57,31 @@ internal static class FastFilesOptionsSource
         var setups = new List<IConfigureOptions<T>>();
         if (services.GetService<IConfiguration>() is { } configuration)
         {
-            setups.Add(new ConfigureFromConfigurationOptions<T>(configuration.GetSection(section)));
+            IConfigurationSection bound = configuration.GetSection(section);
+            setups.Add(new ConfigureNamedOptions<T>(Options.DefaultName, options => Bind(bound, options)));
         }
 
         setups.AddRange(services.GetServices<IConfigureOptions<T>>());
         return new OptionsFactory<T>(setups, services.GetServices<IPostConfigureOptions<T>>()).Create(Options.DefaultName);
+    }
+
+    private static void Bind<T>(IConfiguration section, T options)
+        where T : class
+    {
+        switch (options)
+        {
+            case FastFilesOptions fastFiles:
+                FastFilesConfiguration.Bind(section, fastFiles);
+                break;
+            case FastStaticFileOptions staticFiles:
+                FastFilesConfiguration.Bind(section, staticFiles);
+                break;
+            case StaticLaneOptions lane:
+                FastFilesConfiguration.Bind(section, lane);
+                break;
+            default:
+                throw new InvalidOperationException($"FastFiles binds no options of type {typeof(T)}.");
+        }
     }
 
     /// <summary>Registered by <c>AddFastFiles</c>: the container's options are bound from configuration.</summary>
