@@ -69,7 +69,7 @@ internal sealed class FastFilesMetrics
             "fastfiles.send_path.fallbacks", "{response}", "File bodies on send path connections that were not sent with sendfile, by reason.");
         meter.CreateObservableUpDownCounter(
             "fastfiles.send_path.blocks", () => _sendPathBlocks?.Invoke() ?? 0, "{block}",
-            "Send path output blocks (16 KiB, or 64 KiB for a writer asking that much) rented and not yet returned, over all connections (zero when none is sending).");
+            "Send path output blocks (16 KiB, or 64 KiB for a writer asking that much) rented and not yet returned, over all connections of the process, whichever host they belong to (zero when none is sending).");
         _connectionsRefused = meter.CreateCounter<long>(
             "fastfiles.connections.refused", "{connection}", "Connections closed on arrival because their socket fell within the descriptor reserve.");
         _laneRequests = meter.CreateCounter<long>("fastfiles.lane.requests", "{request}", "Requests answered by the HTTP/1.1 static lane (one with a body from disk once the body is in the socket).");

@@ -146,6 +146,8 @@ public static class FastFilesServiceCollectionExtensions
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<FastFilesOptions>, FastFilesOptionsValidator>());
         services.AddOptions<FastFilesOptions>().ValidateOnStart();
         services.TryAddSingleton<FastFilesOptionsSource.Registration>();
+        // Disposed with the container: releases caches, watchers and timers also when a host is disposed without a stop.
+        services.TryAddSingleton<FastFilesResources>();
         // Takes the addresses Kestrel will bind, so URL endpoints can get FastFiles' connection parts.
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IStartupFilter, ServerAddressesStartupFilter>());
         services.TryAddSingleton<FastFilesFingerprinter>();

@@ -50,7 +50,7 @@ internal static class StaticLaneWiring
         Log.LaneEnabled(logger, listenOptions.ToString() ?? string.Empty, roots.Length);
         KestrelServerLimits limits = listenOptions.KestrelServerOptions?.Limits ?? new KestrelServerLimits();
         var heartbeat = new StaticLaneHeartbeat();
-        services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(heartbeat.Dispose);
+        FastFilesResources.Hold(services, heartbeat);
         bool serverHeader = listenOptions.KestrelServerOptions?.AddServerHeader ?? true;
         return new StaticLaneConnectionMiddleware(
             next, roots, heartbeat, limits, serverHeader, FastFilesMetrics.For(services), logger, StaticLaneHostFilter.For(services)).OnConnectionAsync;
@@ -123,13 +123,10 @@ internal static class StaticLaneWiring
         }
 
         StaticLaneRoot[] all = [.. roots];
-        services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(() =>
+        foreach (StaticLaneRoot root in all)
         {
-            foreach (StaticLaneRoot root in all)
-            {
-                root.Dispose();
-            }
-        });
+            FastFilesResources.Hold(services, root);
+        }
         return all;
     }
 }
