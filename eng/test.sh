@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the test suites. On a fresh Debian machine it first installs the clients the functional tests drive
-# (curl, h2load/nghttp, openssl, node, kill), then calls `dotnet test`. Extra arguments go to `dotnet test`.
+# (curl, h2load/nghttp, openssl, node, python3, kill), then calls `dotnet test`. Extra arguments go to `dotnet test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +9,8 @@ command -v curl >/dev/null || missing+=(curl)
 command -v h2load >/dev/null || missing+=(nghttp2-client)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v node >/dev/null || missing+=(nodejs)
+# The refused-syscall tests run the sample under a seccomp filter installed by a Python script.
+command -v python3 >/dev/null || missing+=(python3)
 # The graceful-shutdown tests signal the sample with kill(1), from procps, which minimal Debian installs leave out
 # (`command -v kill` would find bash's builtin).
 type -P kill >/dev/null || missing+=(procps)

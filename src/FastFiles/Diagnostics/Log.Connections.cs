@@ -28,6 +28,9 @@ internal static partial class Log
     [LoggerMessage(4007, LogLevel.Debug, "Connection {ConnectionId}: a file body of {Length} bytes is copied instead of sent with sendfile: {Reason}.", EventName = "SendPathFallback")]
     public static partial void SendPathFallback(ILogger logger, string connectionId, string reason, long length);
 
+    [LoggerMessage(4027, LogLevel.Warning, "sendfile(2) is refused in this process (errno {Errno}: a seccomp profile?); file bodies on the zero-copy send path are copied from now on.", EventName = "SendFileRefused")]
+    public static partial void SendFileRefused(ILogger logger, int errno);
+
     [LoggerMessage(4008, LogLevel.Debug, "Connection {ConnectionId}: the send path stopped sending ({Reason}); the connection is aborted.", EventName = "SendPathSendFailed")]
     public static partial void SendPathSendFailed(ILogger logger, string connectionId, string reason);
 

@@ -25,7 +25,12 @@ internal readonly partial record struct FileStamp(ulong Device, ulong Inode, lon
     private const ushort RegularType = 0x8000;
     private const int StatxSize = 256;
 
+    private const int Eperm = 1;
+    private const int Einval = 22;
+    private const int Enosys = 38;
+
     private static bool s_statxMissing;
+    private static int s_syncFlag = AtStatxDontSync;
 
     /// <summary>How long after a change (ctime) bytes read from a file may still belong to a write in progress.</summary>
     public static readonly TimeSpan SettleTime = TimeSpan.FromSeconds(1);
@@ -151,7 +156,16 @@ internal readonly partial record struct FileStamp(ulong Device, ulong Inode, lon
         int result;
         try
         {
-            result = Statx(dirFd, path, flags | AtStatxDontSync, StatxBasicStats, buffer);
+            result = Statx(dirFd, path, flags | s_syncFlag, StatxBasicStats, buffer);
+            if (result != 0 && Marshal.GetLastPInvokeError() is Enosys or Eperm or Einval && Refused(buffer))
+            {
+                if (s_statxMissing)
+                {
+                    return StatxMissing;
+                }
+
+                result = Statx(dirFd, path, flags | s_syncFlag, StatxBasicStats, buffer);
+            }
         }
         catch (EntryPointNotFoundException)
         {
@@ -181,6 +195,30 @@ internal readonly partial record struct FileStamp(ulong Device, ulong Inode, lon
         ulong device = ((ulong)*(uint*)(buffer + 136) << 32) | *(uint*)(buffer + 140);
         stamp = new FileStamp(device, inode, size, mtime, ctime, type == DirectoryType, TicksOf(mtimeSeconds, mtimeNanos));
         return type;
+    }
+
+    // statx(2) refused as a call rather than for this path: a seccomp profile (older container runtimes return EPERM,
+    // newer ones ENOSYS) or a kernel before 4.11 (ENOSYS), where glibc emulates it over fstatat and rejects
+    // AT_STATX_DONT_SYNC (EINVAL). A stat of "/" tells: without the flag it works (emulated: drop the flag for good), or
+    // not at all (fall back to .NET's stat for good). Stock serves such files; every one was a 404 here. The caller's
+    // errno is kept for a real failure.
+    private static unsafe bool Refused(byte* buffer)
+    {
+        int errno = Marshal.GetLastPInvokeError();
+        if (Statx(AtFdCwd, "/", s_syncFlag, StatxBasicStats, buffer) == 0)
+        {
+            Marshal.SetLastPInvokeError(errno);
+            return false;
+        }
+
+        if (s_syncFlag != 0 && Statx(AtFdCwd, "/", 0, StatxBasicStats, buffer) == 0)
+        {
+            s_syncFlag = 0;
+            return true;
+        }
+
+        s_statxMissing = true;
+        return true;
     }
 
     // Seconds since the epoch as UTC .NET ticks, clamped to DateTime's range (ext4 holds dates to 2446, tmpfs further).

@@ -46,8 +46,11 @@ public sealed class SampleProcess : IAsyncDisposable
         }
     }
 
-    /// <summary>Starts the sample serving <paramref name="root"/>; <paramref name="maxOpenFiles"/> sets RLIMIT_NOFILE.</summary>
-    public static async Task<SampleProcess> StartAsync(string root, int? maxOpenFiles = null, IDictionary<string, string>? environment = null)
+    /// <summary>
+    /// Starts the sample serving <paramref name="root"/>; <paramref name="maxOpenFiles"/> sets RLIMIT_NOFILE;
+    /// <paramref name="launcher"/>, a command and its arguments, runs the sample's <c>dotnet</c> command line.
+    /// </summary>
+    public static async Task<SampleProcess> StartAsync(string root, int? maxOpenFiles = null, IDictionary<string, string>? environment = null, IReadOnlyList<string>? launcher = null)
     {
         var start = new ProcessStartInfo
         {
@@ -55,15 +58,17 @@ public sealed class SampleProcess : IAsyncDisposable
             RedirectStandardError = true,
             UseShellExecute = false,
         };
+        var command = new List<string>(launcher ?? []);
         if (maxOpenFiles is int limit)
         {
-            start.FileName = "prlimit";
-            start.ArgumentList.Add($"--nofile={limit}:{limit}");
-            start.ArgumentList.Add("dotnet");
+            command.AddRange(["prlimit", $"--nofile={limit}:{limit}"]);
         }
-        else
+
+        command.Add("dotnet");
+        start.FileName = command[0];
+        foreach (string part in command.Skip(1))
         {
-            start.FileName = "dotnet";
+            start.ArgumentList.Add(part);
         }
 
         foreach (string argument in new[] { SampleDll, "--root", root, "--urls", "http://127.0.0.1:0;https://127.0.0.1:0" })

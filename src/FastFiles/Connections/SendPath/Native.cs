@@ -7,6 +7,10 @@ internal static unsafe partial class Native
 {
     public const int EAGAIN = 11;
     public const int EINTR = 4;
+    public const int EPERM = 1;
+    public const int EINVAL = 22;
+    public const int ENOSYS = 38;
+    public const int EOPNOTSUPP = 95;
 
     public const int MSG_DONTWAIT = 0x40;
     public const int MSG_NOSIGNAL = 0x4000;

@@ -141,6 +141,11 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             return "connection_closed";
         }
 
+        if (s_sendFileRefused)
+        {
+            return "sendfile_refused";
+        }
+
         if (count < _settings.MinimumLength)
         {
             return "below_minimum";
@@ -312,6 +317,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
         bool fileAdded = false;
         FileStream? reopened = null;
         bool copying = false;
+        bool refused = false;
         long copiedBytes = 0;
         long fileBytes = 0;
         try
@@ -361,9 +367,14 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                         stop = end;
                     }
 
-                    switch (SendFileInline(file, ref position, stop))
+                    switch (refused ? SendFileOutcome.WouldBlock : SendFileInline(file, ref position, stop))
                     {
                         case SendFileOutcome.Sent:
+                            break;
+                        case SendFileOutcome.Refused:
+                            // The rest of this body by copy, from where sendfile stopped (the headers have left).
+                            refused = copying = true;
+                            Fallback("sendfile_refused", end - position);
                             break;
                         case SendFileOutcome.EndOfFile:
                             return Truncated();
@@ -492,7 +503,12 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
         WouldBlock,
         EndOfFile,
         Failed,
+        Refused,
     }
+
+    // sendfile(2) refused as a call: a seccomp profile (EPERM, ENOSYS). Every later body on every connection is copied.
+    private static bool s_sendFileRefused;
+    private static int s_refusalLogged;
 
     /// <summary>sendfile(2) on this thread until the range is sent, the socket is full, the file ends or a send fails.</summary>
     private unsafe SendFileOutcome SendFileInline(SafeFileHandle file, ref long position, long end)
@@ -545,6 +561,22 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             if (errno == Native.EAGAIN)
             {
                 return SendFileOutcome.WouldBlock;
+            }
+
+            // Refused for this file (EINVAL, EOPNOTSUPP: a file system without the page-cache path sendfile needs) or for
+            // the process (EPERM, ENOSYS: a seccomp profile). The socket is fine: the body goes on by copy.
+            if (errno is Native.EINVAL or Native.EOPNOTSUPP or Native.EPERM or Native.ENOSYS)
+            {
+                if (errno is Native.EPERM or Native.ENOSYS)
+                {
+                    s_sendFileRefused = true;
+                    if (Interlocked.Exchange(ref s_refusalLogged, 1) == 0)
+                    {
+                        Log.SendFileRefused(_logger, errno);
+                    }
+                }
+
+                return SendFileOutcome.Refused;
             }
 
             Fail(new SocketException(errno));
