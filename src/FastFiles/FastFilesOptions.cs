@@ -76,7 +76,7 @@ public sealed class FastFilesOptions
     /// </summary>
     /// <remarks>
     /// Defaults to 1024: enough for the large files a site serves hot, and a small share of the process's descriptor
-    /// limit. A deleted or replaced file's disk space stays allocated while its descriptor is open: until the cache
+    /// limit. Over all roots, at most a quarter of the process's limit (RLIMIT_NOFILE) is kept, whatever this value. A deleted or replaced file's disk space stays allocated while its descriptor is open: until the cache
     /// sees the change (usually within milliseconds through inotify; without notifications, or where they do not reach
     /// (a subdirectory behind a symbolic link, a swapped root link), at the next request after
     /// <see cref="FileCacheRevalidationInterval"/>, or with no request within ten such intervals, at least a second),

@@ -491,8 +491,9 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
         }
     }
 
-    // Takes a descriptor slot; at the limit, first closes the least recently used tenth of the held descriptors
-    // (their entries stay cached and open the file per request again), so hot files keep theirs.
+    // Takes a descriptor slot; at the limit (this cache's MaxOpenFiles, or the process's budget), first closes the least
+    // recently used tenth of the descriptors this cache holds (their entries stay cached and open the file per request
+    // again), so hot files keep theirs.
     private bool ReserveHandle()
     {
         int max = _options.MaxOpenFiles;
@@ -501,15 +502,14 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
             return false;
         }
 
-        if (Interlocked.Increment(ref _openHandles) <= max)
+        if (TryTakeHandle(max))
         {
             return true;
         }
 
-        Interlocked.Decrement(ref _openHandles);
         lock (_writeLock)
         {
-            int target = max * 9 / 10;
+            int target = Math.Min(max, Volatile.Read(ref _openHandles)) * 9 / 10;
             CachedFile[] holders = _entries.Values.Where(e => e.HoldsHandles).ToArray();
             Array.Sort(holders, static (a, b) => a.LastAccess.CompareTo(b.LastAccess));
             foreach (CachedFile holder in holders)
@@ -523,13 +523,24 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
             }
         }
 
-        if (Interlocked.Increment(ref _openHandles) <= max)
+        return TryTakeHandle(max);
+    }
+
+    private bool TryTakeHandle(int max)
+    {
+        if (Interlocked.Increment(ref _openHandles) > max)
         {
-            return true;
+            Interlocked.Decrement(ref _openHandles);
+            return false;
         }
 
-        Interlocked.Decrement(ref _openHandles);
-        return false;
+        if (!KeptDescriptors.TryTake())
+        {
+            Interlocked.Decrement(ref _openHandles);
+            return false;
+        }
+
+        return true;
     }
 
     // Closes (once leases end) the descriptor a version holds and frees its slot; a second call does nothing.
@@ -538,6 +549,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
         if (version?.SharedHandle?.Retire() == true)
         {
             Interlocked.Decrement(ref _openHandles);
+            KeptDescriptors.Give();
         }
     }
 

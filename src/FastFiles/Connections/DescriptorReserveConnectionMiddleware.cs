@@ -20,16 +20,11 @@ namespace FastFiles.Connections;
 internal sealed partial class DescriptorReserveConnectionMiddleware(ConnectionDelegate next, int reserve, FastFilesMetrics metrics, ILogger logger)
 {
     public const string LoggerCategory = "FastFiles.Connections.DescriptorReserve";
-    private const int RlimitNofile = 7;
 
     // One warning per burst: a burst is over after this long without one.
     private static readonly long QuietTicks = TimeSpan.FromSeconds(10).Ticks;
     private static long s_lastWarningTicks = long.MinValue / 2;
     private static long s_refused;
-
-    // The soft limit, read again at most once a second (prlimit can change it while the process runs).
-    private static long s_limit;
-    private static long s_limitReadAt = long.MinValue / 2;
 
     /// <summary>Adds the check to <paramref name="listenOptions"/>, as the next middleware, when <paramref name="reserve"/> is positive (Linux only).</summary>
     public static void Use(ListenOptions listenOptions, int reserve)
@@ -98,38 +93,7 @@ internal sealed partial class DescriptorReserveConnectionMiddleware(ConnectionDe
         return true;
     }
 
-    private static long Limit()
-    {
-        long now = Environment.TickCount64;
-        if (now - Volatile.Read(ref s_limitReadAt) >= 1000)
-        {
-            long limit = 0;
-            try
-            {
-                if (GetResourceLimit(RlimitNofile, out ResourceLimit value) == 0)
-                {
-                    limit = (long)Math.Min(value.Current, long.MaxValue);
-                }
-            }
-            catch (EntryPointNotFoundException)
-            {
-                // No getrlimit: the check stays off.
-            }
+    // The soft limit, read again at most once a second (prlimit can change it while the process runs).
+    private static long Limit() => FastFiles.Files.DescriptorExhaustion.ProcessLimit();
 
-            Volatile.Write(ref s_limit, limit);
-            Volatile.Write(ref s_limitReadAt, now);
-        }
-
-        return Volatile.Read(ref s_limit);
-    }
-
-    [StructLayout(LayoutKind.Sequential)]
-    private struct ResourceLimit
-    {
-        public ulong Current;
-        public ulong Maximum;
-    }
-
-    [LibraryImport("libc", EntryPoint = "getrlimit")]
-    private static partial int GetResourceLimit(int resource, out ResourceLimit limit);
 }
