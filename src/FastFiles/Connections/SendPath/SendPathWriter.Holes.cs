@@ -46,6 +46,11 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
     // its own output holds back.
     private const double RateWindow = 64 * 1024;
 
+    // The kernel says what the peer acknowledged (TCP_INFO): a TCP socket whose first look found it.
+    private bool _acksUnknown;
+
+    private bool AcksKnown => !_acksUnknown && _socket.ProtocolType == ProtocolType.Tcp;
+
     // With a stamp, this many bytes at the end of a body wait for one more look at the file. Any size makes a torn body
     // end short; one copy batch, as the copy path holds back, keeps the extra sendfile(2) call rare for small bodies.
     private const long FinalChunk = 64 * 1024;
@@ -404,7 +409,10 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                                 break;
                             }
 
-                            int chunk = (int)Math.Min(stop - position, MaxSendFileChunk);
+                            // Without acknowledgements to look at (a Unix domain socket, no TCP_INFO) a wait's deadline is
+                            // the time its bytes take at the rate, so each wait asks for one window: a client that stops
+                            // reading is cut off as on Kestrel's path, not after the time the whole file would take.
+                            int chunk = (int)Math.Min(stop - position, AcksKnown ? MaxSendFileChunk : (long)RateWindow);
                             long sent = await SendFileSlowAsync(reopened!, position, chunk, rate, fileBytes - (end - position), started);
                             if (sent > 0)
                             {
@@ -671,6 +679,11 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
         }
 
         long acked = BytesAcked();
+        if (acked < 0 && !_socketHandle.IsClosed)
+        {
+            _acksUnknown = true;
+        }
+
         double period = Period(rate);
         double owed = acked >= 0 ? RateWindow : waiting;
         double credit = ((sent + owed) / rate.BytesPerSecond) - Stopwatch.GetElapsedTime(started).TotalSeconds;
