@@ -89,7 +89,9 @@ internal sealed class StaticLaneConnectionMiddleware
         // Kestrel adds one heartbeat (1 s) to every timeout it sets, so one set just before a tick is never cut short: its
         // connections close between the timeout and two seconds past it. The lane, checked on a heartbeat of its own,
         // adds the same, so a client sees one behaviour with the lane or without it. (An infinite timeout is
-        // TimeSpan.MaxValue here, which Kestrel's limits store for Timeout.InfiniteTimeSpan: far from overflowing.)
+        // TimeSpan.MaxValue here, which Kestrel's limits store for Timeout.InfiniteTimeSpan: far from overflowing. Kestrel
+        // 10.0's own timeout control closes such connections at once, as if expired; the lane keeps them, as the setting
+        // says.)
         _keepAliveTimeoutMs = (long)limits.KeepAliveTimeout.TotalMilliseconds + KestrelHeartbeatMs;
         _requestHeadersTimeoutMs = (long)limits.RequestHeadersTimeout.TotalMilliseconds + KestrelHeartbeatMs;
         _minResponseDataRate = limits.MinResponseDataRate;
@@ -694,8 +696,9 @@ internal sealed class StaticLaneConnectionMiddleware
             if (_minResponseDataRate is { } rate)
             {
                 // As Kestrel times one write (TimeoutControl.BytesWrittenToBuffer): the longer of the grace period and
-                // the time the bytes take at the minimum rate, not their sum.
-                connection.StartWrite(TimeSpan.FromSeconds(Math.Max(rate.GracePeriod.TotalSeconds, bytes / rate.BytesPerSecond)));
+                // the time the bytes take at the minimum rate, not their sum, plus the heartbeat Kestrel adds to every
+                // timeout (a client not reading was cut off a second earlier than without the lane).
+                connection.StartWrite(Math.Max(rate.GracePeriod.TotalSeconds, bytes / rate.BytesPerSecond), KestrelHeartbeatMs);
             }
 
             try

@@ -134,7 +134,9 @@ internal sealed class LaneConnection : IDisposable
         }
     }
 
-    public void StartWrite(TimeSpan allowed) => Volatile.Write(ref _writeDeadline, Environment.TickCount64 + (long)allowed.TotalMilliseconds);
+    /// <summary>Arms the write deadline: <paramref name="seconds"/> from now (capped at a year), plus <paramref name="slackMs"/>.</summary>
+    public void StartWrite(double seconds, long slackMs)
+        => Volatile.Write(ref _writeDeadline, Environment.TickCount64 + (long)Math.Min(seconds * 1000, TimeSpan.FromDays(365).TotalMilliseconds) + slackMs);
 
     public void EndWrite() => Volatile.Write(ref _writeDeadline, long.MaxValue);
 
