@@ -39,13 +39,13 @@ internal static class ConnectionPartsCoverage
     /// </summary>
     public static void SetAddresses(KestrelServerOptions options, string[] addresses)
     {
-        var parsed = new List<(bool Https, int Port)>();
+        var parsed = new List<(bool Https, int Port, string? UnixPath)>();
         foreach (string address in addresses)
         {
             try
             {
                 BindingAddress binding = BindingAddress.Parse(address);
-                parsed.Add((string.Equals(binding.Scheme, "https", StringComparison.OrdinalIgnoreCase), binding.Port));
+                parsed.Add((string.Equals(binding.Scheme, "https", StringComparison.OrdinalIgnoreCase), binding.Port, binding.IsUnixPipe ? binding.UnixPipePath : null));
             }
             catch (FormatException)
             {
@@ -194,9 +194,10 @@ internal static class ConnectionPartsCoverage
         {
             // Code endpoints run this callback while Kestrel is configured, before the addresses are known (their own
             // UseHttps may follow); endpoints from Kestrel:Endpoints get the parts from FastFiles' loader callback.
-            if (listen.IPEndPoint is not { } endpoint
+            // A Unix domain socket (http://unix:/run/app.sock) is matched by its path, an IP endpoint by its port.
+            if ((listen.IPEndPoint is null && listen.SocketPath is null)
                 || options.ConfigurationLoader?.Configuration.GetSection("Endpoints").GetChildren().Any() == true
-                || TakeAddress(state, endpoint.Port) is not { } https)
+                || TakeAddress(state, listen.IPEndPoint?.Port ?? 0, listen.SocketPath) is not { } https)
             {
                 return;
             }
@@ -374,13 +375,14 @@ internal static class ConnectionPartsCoverage
         }
     }
 
-    // Kestrel binds URL addresses in order, one endpoint-defaults call each: the next address with this port is this
-    // endpoint's (two ":0" addresses stay in order).
-    private static bool? TakeAddress(State state, int port)
+    // Kestrel binds URL addresses in order, one endpoint-defaults call each: the next address with this port (or this
+    // socket path) is this endpoint's (two ":0" addresses stay in order). A Unix socket's address has port 0 too: it
+    // must not lend its scheme to an IP endpoint on port 0, nor take one's.
+    private static bool? TakeAddress(State state, int port, string? unixPath)
     {
         lock (state)
         {
-            int index = state.Addresses?.FindIndex(a => a.Port == port) ?? -1;
+            int index = state.Addresses?.FindIndex(a => unixPath is null ? a.UnixPath is null && a.Port == port : a.UnixPath == unixPath) ?? -1;
             if (index < 0)
             {
                 return null;
@@ -433,7 +435,7 @@ internal static class ConnectionPartsCoverage
 
     internal sealed class State
     {
-        public List<(bool Https, int Port)>? Addresses;
+        public List<(bool Https, int Port, string? UnixPath)>? Addresses;
 
         public bool AddressesSeen => Addresses is not null;
 

@@ -47,6 +47,54 @@ public sealed class StartupWarningTests
         Assert.Empty(started.Logs.WithId(TlsPartsNotApplied));
     }
 
+    // A Unix socket URL (http://unix:/path) parses with port 0: it gave its scheme to an https://127.0.0.1:0 endpoint bound
+    // after it, which then got the plaintext parts outside its TLS and no TLS parts (warning 6002 told the user to put it
+    // in --urls, where it was), and the socket itself got no parts at all.
+    [Fact]
+    public async Task A_unix_socket_url_and_a_port_zero_url_each_get_their_own_parts()
+    {
+        using var files = new TestFiles();
+        byte[] page = files.Create("page.txt", 3000);
+        string socketPath = Path.Combine(Path.GetTempPath(), $"ff-{Guid.NewGuid():N}.sock");
+        try
+        {
+            await using Started started = await StartAsync(["--urls", $"http://unix:{socketPath};https://127.0.0.1:0"], builder =>
+            {
+                UrlEndpoints(addFastFiles: true, o =>
+                {
+                    o.EnableStaticLane = true;
+                    o.EnableZeroCopySendFile = true;
+                })(builder);
+                builder.Services.ConfigureStaticLane(lane => lane.Roots.Add(new StaticLaneRootOptions { PhysicalPath = files.Root }));
+            });
+            using var lane = new InstrumentRecorder(started.Services.GetRequiredService<IMeterFactory>(), "fastfiles.lane.requests");
+
+            string https = started.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single(a => a.StartsWith("https://", StringComparison.Ordinal));
+            using HttpResponseMessage secure = await started.Client.GetAsync(new Uri(new Uri(https), "/page.txt"));
+            Assert.Equal(page, await secure.Content.ReadAsByteArrayAsync());
+            Assert.True(started.Coalesced.Total >= 1, "the HTTPS connection was not coalesced");
+            Assert.Empty(started.Logs.WithId(TlsPartsNotApplied));
+
+            // Over the Unix socket the lane answers.
+            using var unix = new HttpClient(new SocketsHttpHandler
+            {
+                ConnectCallback = async (_, cancellationToken) =>
+                {
+                    var socket = new System.Net.Sockets.Socket(System.Net.Sockets.AddressFamily.Unix, System.Net.Sockets.SocketType.Stream, System.Net.Sockets.ProtocolType.Unspecified);
+                    await socket.ConnectAsync(new System.Net.Sockets.UnixDomainSocketEndPoint(socketPath), cancellationToken);
+                    return new System.Net.Sockets.NetworkStream(socket, ownsSocket: true);
+                },
+            });
+            long before = lane.Total;
+            Assert.Equal(page, await unix.GetByteArrayAsync("http://localhost/page.txt"));
+            Assert.True(await Poll.UntilAsync(() => lane.Total, before + 1) >= before + 1, "the lane did not answer on the Unix socket");
+        }
+        finally
+        {
+            File.Delete(socketPath);
+        }
+    }
+
     // Kestrel keeps a single ConfigureEndpointDefaults callback; the app's and FastFiles' both run, in either order.
     [Theory]
     [InlineData(true, false)]
