@@ -12,6 +12,10 @@ namespace FastFiles.Files;
 internal sealed partial class PhysicalFileSource : FileSource
 {
     private readonly string _root;
+
+    // The root as paths are built from it: without a trailing separator, so that a file system root ("/", "D:\"),
+    // which keeps its separator, does not give "//a.txt".
+    private readonly string _mapRoot;
     // The root's real location; re-read when a path falls outside it, since the root may itself be a symbolic link
     // swapped to a new directory (an atomic "current -> releases/N" deploy).
     private volatile string _realRootWithSeparator;
@@ -20,11 +24,17 @@ internal sealed partial class PhysicalFileSource : FileSource
     public PhysicalFileSource(string root, bool followLinksOutsideRoot)
     {
         _root = Path.TrimEndingDirectorySeparator(Path.GetFullPath(root));
+        _mapRoot = Path.EndsInDirectorySeparator(_root) ? _root[..^1] : _root;
         _followLinksOutsideRoot = followLinksOutsideRoot;
         _realRootWithSeparator = RealRootWithSeparator();
     }
 
-    private string RealRootWithSeparator() => Path.TrimEndingDirectorySeparator(RealPath(_root)) + Path.DirectorySeparatorChar;
+    // A file system root ("/") keeps its separator when trimmed: "//" would match no path, and every file was a 404.
+    private string RealRootWithSeparator()
+    {
+        string real = Path.TrimEndingDirectorySeparator(RealPath(_root));
+        return Path.EndsInDirectorySeparator(real) ? real : real + Path.DirectorySeparatorChar;
+    }
 
     // Under the root's real location as last read, or as it is now (the root link was swapped since).
     private bool UnderRealRoot(string real)
@@ -49,7 +59,7 @@ internal sealed partial class PhysicalFileSource : FileSource
     public string Root => _root;
 
     public string MapPath(string subpath)
-        => Path.DirectorySeparatorChar == '/' ? string.Concat(_root, subpath) : string.Concat(_root, subpath.Replace('/', Path.DirectorySeparatorChar));
+        => Path.DirectorySeparatorChar == '/' ? string.Concat(_mapRoot, subpath) : string.Concat(_mapRoot, subpath.Replace('/', Path.DirectorySeparatorChar));
 
     public override LookupResult TryOpen(string subpath, string? contentEncoding, out FileVersion? version)
     {
@@ -90,14 +100,32 @@ internal sealed partial class PhysicalFileSource : FileSource
     public override bool DirectoryExists(string subpath) => Directory.Exists(MapPath(subpath));
 
     private bool IsInsideRoot(string path)
-        => _followLinksOutsideRoot || UnderRealRoot(RealPath(path) + Path.DirectorySeparatorChar);
+    {
+        try
+        {
+            return _followLinksOutsideRoot || UnderRealRoot(RealPath(path) + Path.DirectorySeparatorChar);
+        }
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+        {
+            // A link that cannot be resolved (the portable path: a broken junction, a protected reparse point): not
+            // known to be inside, so not served (404, never a 500).
+            return false;
+        }
+    }
 
     private bool IsInsideRoot(SafeFileHandle handle, string path, string rootBefore)
     {
-        // On Linux the kernel tells us where the open descriptor really points, with no window between check
-        // and use; elsewhere resolve the path.
-        string real = OperatingSystem.IsLinux() ? DescriptorPath(handle) ?? RealPath(path) : RealPath(path);
-        return real.StartsWith(rootBefore, StringComparison.Ordinal) || UnderRealRoot(real);
+        try
+        {
+            // On Linux the kernel tells us where the open descriptor really points, with no window between check
+            // and use; elsewhere resolve the path.
+            string real = OperatingSystem.IsLinux() ? DescriptorPath(handle) ?? RealPath(path) : RealPath(path);
+            return real.StartsWith(rootBefore, StringComparison.Ordinal) || UnderRealRoot(real);
+        }
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+        {
+            return false;
+        }
     }
 
     private static unsafe string? DescriptorPath(SafeFileHandle handle)
