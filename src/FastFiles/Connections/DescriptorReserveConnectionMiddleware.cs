@@ -68,10 +68,12 @@ internal sealed partial class DescriptorReserveConnectionMiddleware(ConnectionDe
             return false;
         }
 
-        // At most half the limit: a reserve set at or above the limit (a value meant for another machine) would refuse
-        // every connection.
+        // At most half the limit, and half the room the limit left above what the process held at its first connection:
+        // a reserve set at or above the limit (a value meant for another machine), or a low limit (ulimit -n 256, with
+        // about 200 descriptors held at rest), would refuse every connection, where Kestrel alone serves.
         long descriptor = (long)socket.Handle;
-        if (descriptor < limit - Math.Min(reserve, limit / 2))
+        long room = limit - Baseline(limit, reserve, logger);
+        if (descriptor < limit - Math.Min(reserve, Math.Min(limit / 2, Math.Max(0, room / 2))))
         {
             return false;
         }
@@ -91,6 +93,34 @@ internal sealed partial class DescriptorReserveConnectionMiddleware(ConnectionDe
         // Nothing has been read or written: closing frees the descriptor now.
         context.Abort(new ConnectionAbortedException("The process is within its descriptor reserve."));
         return true;
+    }
+
+    private static long s_baseline = -1;
+
+    // The descriptors the process held when its first connection arrived (at rest: runtime, assemblies, listeners, logs).
+    private static long Baseline(long limit, int reserve, ILogger logger)
+    {
+        long baseline = Volatile.Read(ref s_baseline);
+        if (baseline >= 0)
+        {
+            return baseline;
+        }
+
+        try
+        {
+            baseline = Directory.EnumerateFileSystemEntries("/proc/self/fd").LongCount();
+        }
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+        {
+            baseline = 0;
+        }
+
+        if (Interlocked.CompareExchange(ref s_baseline, baseline, -1) == -1 && (limit - baseline) / 2 < reserve)
+        {
+            Log.DescriptorReserveReduced(logger, reserve, Math.Max(0, (limit - baseline) / 2), limit, baseline);
+        }
+
+        return Volatile.Read(ref s_baseline);
     }
 
     // The soft limit, read again at most once a second (prlimit can change it while the process runs).

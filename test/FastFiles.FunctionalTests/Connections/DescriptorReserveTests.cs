@@ -16,6 +16,39 @@ public sealed class DescriptorReserveTests : IDisposable
     private const int Reserve = 64;
     private readonly TestFiles _files = new();
 
+    // A limit only a little above what the sample holds at rest (about 220): the reserve of 64 covered every descriptor a
+    // socket could get, so every connection was refused, forever, where Kestrel alone serves. The reserve now shrinks to
+    // half the room left above that, and says so once.
+    [Fact]
+    public async Task A_limit_just_above_the_descriptors_in_use_still_serves_connections()
+    {
+        byte[] small = _files.Create("small.txt", 1000);
+        await using SampleProcess sample = await SampleProcess.StartAsync(_files.Root, maxOpenFiles: 270);
+        using var timeout = new CancellationTokenSource(TimeSpan.FromMinutes(1));
+        var connections = new List<NetworkStream>();
+        try
+        {
+            for (int i = 0; i < 4; i++)
+            {
+                var connection = new NetworkStream(await RawHttp.ConnectAsync(sample.Http), ownsSocket: true);
+                connections.Add(connection);
+                RawResponse response = await RawHttp.ExchangeAsync(connection, "/small.txt", timeout.Token);
+                Assert.Equal(200, response.Status);
+                Assert.Equal(small, response.Body);
+            }
+        }
+        finally
+        {
+            foreach (NetworkStream connection in connections)
+            {
+                await connection.DisposeAsync();
+            }
+        }
+
+        Assert.True(sample.IsRunning);
+        Assert.Contains(sample.Output, line => line.Contains("The descriptor reserve of 64 is reduced", StringComparison.Ordinal));
+    }
+
     [Fact]
     public async Task Connections_within_the_reserve_are_refused_and_the_server_keeps_serving()
     {
