@@ -58,7 +58,7 @@ public sealed class LayeringTests
     };
 
     // Emitted by the compiler, not written by us.
-    private static readonly string[] CompilerNamespaces = ["", "Microsoft.CodeAnalysis", "System.Runtime.CompilerServices", "System.Text.RegularExpressions.Generated"];
+    private static readonly string[] CompilerNamespaces = ["", "Microsoft.CodeAnalysis", "System.Runtime.CompilerServices", "System.Text.RegularExpressions.Generated", "Microsoft.Extensions.Configuration.Binder.SourceGeneration"];
 
     [Fact]
     public void Every_type_has_a_layer()

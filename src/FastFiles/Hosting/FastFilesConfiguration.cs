@@ -42,7 +42,7 @@ internal static class FastFilesConfiguration
     // One binding per container, as FastFilesOptions: UseFastFiles() and a lane root left to the application's options
     // then hold the same object, which is what lets them share one file cache (SharedFileCaches).
     public static FastStaticFileOptions StaticFileOptions(IServiceProvider services)
-        => FastFilesOptionsSource.Bound<FastStaticFileOptions>(services, StaticFilesSectionName);
+        => FastFilesOptionsSource.Bound<FastStaticFileOptions>(services, StaticFilesSectionName, Bind);
 
     // Binding. The library's calls to ConfigurationBinder are generated at compile time (EnableConfigurationBindingGenerator),
     // so they neither reflect nor warn under trimming and Native AOT. The generated code does not use type converters and

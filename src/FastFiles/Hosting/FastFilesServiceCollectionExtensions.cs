@@ -1,4 +1,5 @@
 using System.Diagnostics.Metrics;
+using FastFiles.Caching;
 using FastFiles.Diagnostics;
 using FastFiles.Hosting;
 using FastFiles.Responses;

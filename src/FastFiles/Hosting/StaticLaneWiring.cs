@@ -1,3 +1,4 @@
+using FastFiles.Caching;
 using FastFiles.Connections;
 using FastFiles.Diagnostics;
 using FastFiles.Responses;
@@ -31,7 +32,7 @@ internal static class StaticLaneWiring
         StaticLaneRoots? shared = services.GetService<IOptions<StaticLaneRoots>>()?.Value;
         // Without AddFastFiles the container's options are not bound from FastFiles:StaticLane: bind them here, once per
         // application, so every endpoint with the application's options still shares one set of roots.
-        lane ??= shared?.Application(services) ?? FastFilesOptionsSource.Resolve<StaticLaneOptions>(services, FastFilesConfiguration.StaticLaneSectionName);
+        lane ??= shared?.Application(services) ?? FastFilesOptionsSource.Resolve<StaticLaneOptions>(services, FastFilesConfiguration.StaticLaneSectionName, FastFilesConfiguration.Bind);
         ILogger logger = services.GetService<ILoggerFactory>()?.CreateLogger("FastFiles.Connections.StaticLane") ?? NullLogger.Instance;
         if (AnnouncesHttp3(listenOptions))
         {
@@ -145,7 +146,7 @@ internal sealed class StaticLaneRoots
     {
         lock (_built)
         {
-            return _application ??= FastFilesOptionsSource.Resolve<StaticLaneOptions>(services, FastFilesConfiguration.StaticLaneSectionName);
+            return _application ??= FastFilesOptionsSource.Resolve<StaticLaneOptions>(services, FastFilesConfiguration.StaticLaneSectionName, FastFilesConfiguration.Bind);
         }
     }
 

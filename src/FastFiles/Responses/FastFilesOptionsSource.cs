@@ -1,6 +1,5 @@
 using System.Diagnostics.CodeAnalysis;
 using System.Runtime.CompilerServices;
-using FastFiles.Hosting;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
@@ -19,14 +18,15 @@ internal static class FastFilesOptionsSource
 
     public static bool IsRegistered(IServiceProvider services) => services.GetService<Registration>() is not null;
 
-    public static FastFilesOptions FastFilesOptions(IServiceProvider services) => Bound<FastFilesOptions>(services, SectionName);
+    // Bound with code generated at compile time (trimming, Native AOT); higher layers pass the binding of their own options.
+    public static FastFilesOptions FastFilesOptions(IServiceProvider services) => Bound<FastFilesOptions>(services, SectionName, static (section, options) => section.Bind(options));
 
     /// <summary>
     /// <see cref="Resolve"/>, once per container: every caller of one app gets the same object (every UseFastSendFile,
     /// UseFastFiles, WithFastFiles and FastResults shares one <c>FastFilesOptions</c>; UseFastFiles()
     /// and a lane root left to the application's options share one FastStaticFileOptions, and so one file cache).
     /// </summary>
-    public static T Bound<[DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicParameterlessConstructor)] T>(IServiceProvider services, string section)
+    public static T Bound<[DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicParameterlessConstructor)] T>(IServiceProvider services, string section, Action<IConfiguration, T> bind)
         where T : class
     {
         // Keyed by the container's singleton IOptions<T> so that a request's scoped provider (results run with
@@ -37,7 +37,7 @@ internal static class FastFilesOptionsSource
             return options;
         }
 
-        return Memo<T>.Resolved.GetValue(key, _ => Resolve<T>(services, section));
+        return Memo<T>.Resolved.GetValue(key, _ => Resolve(services, section, bind));
     }
 
     private static class Memo<[DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicParameterlessConstructor)] T>
@@ -46,7 +46,7 @@ internal static class FastFilesOptionsSource
         public static readonly ConditionalWeakTable<object, T> Resolved = [];
     }
 
-    public static T Resolve<[DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicParameterlessConstructor)] T>(IServiceProvider services, string section)
+    public static T Resolve<[DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicParameterlessConstructor)] T>(IServiceProvider services, string section, Action<IConfiguration, T> bind)
         where T : class
     {
         if (IsRegistered(services))
@@ -58,30 +58,11 @@ internal static class FastFilesOptionsSource
         if (services.GetService<IConfiguration>() is { } configuration)
         {
             IConfigurationSection bound = configuration.GetSection(section);
-            setups.Add(new ConfigureNamedOptions<T>(Options.DefaultName, options => Bind(bound, options)));
+            setups.Add(new ConfigureNamedOptions<T>(Options.DefaultName, options => bind(bound, options)));
         }
 
         setups.AddRange(services.GetServices<IConfigureOptions<T>>());
         return new OptionsFactory<T>(setups, services.GetServices<IPostConfigureOptions<T>>()).Create(Options.DefaultName);
-    }
-
-    private static void Bind<T>(IConfiguration section, T options)
-        where T : class
-    {
-        switch (options)
-        {
-            case FastFilesOptions fastFiles:
-                FastFilesConfiguration.Bind(section, fastFiles);
-                break;
-            case FastStaticFileOptions staticFiles:
-                FastFilesConfiguration.Bind(section, staticFiles);
-                break;
-            case StaticLaneOptions lane:
-                FastFilesConfiguration.Bind(section, lane);
-                break;
-            default:
-                throw new InvalidOperationException($"FastFiles binds no options of type {typeof(T)}.");
-        }
     }
 
     /// <summary>Registered by <c>AddFastFiles</c>: the container's options are bound from configuration.</summary>

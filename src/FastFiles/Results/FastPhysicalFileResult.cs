@@ -415,7 +415,7 @@ public sealed class FastPhysicalFileResult : ActionResult, IResult
 
                     // Keyed by the sub-path under the root (no URL prefix): the watcher maps changed files to those keys.
                     cache = new FileCache(For(root, followLinksOutsideRoot), string.Empty, options, FastFilesMetrics.For(services), logger, contentHashETags, compression);
-                    FastFiles.Hosting.FastFilesResources.Hold(services, cache);
+                    FastFiles.Caching.FastFilesResources.Hold(services, cache);
                 }
 
                 _caches[key] = cache;

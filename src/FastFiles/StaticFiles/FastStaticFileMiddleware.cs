@@ -73,7 +73,7 @@ internal sealed class FastStaticFileMiddleware : IDisposable
                 physicalSource, _requestPathValue, fast, metrics, loggerFactory.CreateLogger("FastFiles.Caching"), _options.EnableContentHashETags,
                 _options.CreateCompressionPolicy(fast)));
             _cache = _cacheLease.Cache;
-            FastFiles.Hosting.FastFilesResources.Hold(services, this);
+            FastFiles.Caching.FastFilesResources.Hold(services, this);
             if (_options.EnableContentHashETags)
             {
                 _fingerprinter = services.GetService<FastFilesFingerprinter>();

@@ -157,9 +157,9 @@ public sealed class ConfigurationBindingTests
     {
         IConfigurationRoot configuration = Configuration(s_everything);
         using ServiceProvider services = new ServiceCollection().AddSingleton<IConfiguration>(configuration).AddOptions().BuildServiceProvider();
-        AssertSame(Reflected<FastFilesOptions>(configuration.GetSection("FastFiles")), FastFilesOptionsSource.Resolve<FastFilesOptions>(services, "FastFiles"));
-        AssertSame(Reflected<FastStaticFileOptions>(configuration.GetSection("FastFiles:StaticFiles")), FastFilesOptionsSource.Resolve<FastStaticFileOptions>(services, "FastFiles:StaticFiles"));
-        AssertSame(Reflected<StaticLaneOptions>(configuration.GetSection("FastFiles:StaticLane")), FastFilesOptionsSource.Resolve<StaticLaneOptions>(services, "FastFiles:StaticLane"));
+        AssertSame(Reflected<FastFilesOptions>(configuration.GetSection("FastFiles")), FastFilesOptionsSource.Resolve<FastFilesOptions>(services, "FastFiles", FastFilesConfiguration.Bind));
+        AssertSame(Reflected<FastStaticFileOptions>(configuration.GetSection("FastFiles:StaticFiles")), FastFilesOptionsSource.Resolve<FastStaticFileOptions>(services, "FastFiles:StaticFiles", FastFilesConfiguration.Bind));
+        AssertSame(Reflected<StaticLaneOptions>(configuration.GetSection("FastFiles:StaticLane")), FastFilesOptionsSource.Resolve<StaticLaneOptions>(services, "FastFiles:StaticLane", FastFilesConfiguration.Bind));
     }
 
     [Fact]

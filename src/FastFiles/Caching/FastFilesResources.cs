@@ -2,7 +2,7 @@ using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Options;
 
-namespace FastFiles.Hosting;
+namespace FastFiles.Caching;
 
 /// <summary>
 /// What FastFiles holds for as long as an application runs: file caches (their watchers, sweep timers, kept descriptors
