@@ -45,6 +45,11 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
     private long _bytesHeld;
     private long _generation;
     private int _openHandles;
+
+    // Set under _writeLock by Dispose. A host disposed without a stop leaves requests running (Kestrel does not wait for
+    // them then): a build they finish afterwards must neither keep a descriptor nor store an entry that nothing clears,
+    // since kept descriptors count against the process's budget (KeptDescriptors).
+    private bool _disposed;
     private int _watcherPartlyFailed;
 
     // Looks at entries holding descriptors that no request has revalidated lately (see SweepDescriptors).
@@ -446,6 +451,12 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
     {
         lock (_writeLock)
         {
+            if (_disposed)
+            {
+                RetireHandles(entry);
+                return;
+            }
+
             if (_entries.TryGetValue(entry.Key, out CachedFile? previous))
             {
                 _bytesHeld -= previous.ContentBytes;
@@ -528,6 +539,11 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
 
     private bool TryTakeHandle(int max)
     {
+        if (Volatile.Read(ref _disposed))
+        {
+            return false;
+        }
+
         if (Interlocked.Increment(ref _openHandles) > max)
         {
             Interlocked.Decrement(ref _openHandles);
@@ -610,15 +626,22 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
         }
     }
 
+    /// <summary>
+    /// The path a watcher reports, as the key's path under the root ("/a/b.txt"), or null outside it. Keys follow the root
+    /// without its trailing separator (<see cref="PhysicalFileSource.MapRoot"/>): for a root at "/" the whole path is the
+    /// key, where cutting the root's own "/" gave "a/b.txt" and the change was never seen.
+    /// </summary>
+    internal static string? RelativeOf(string fullPath, string mapRoot)
+        => fullPath.StartsWith(mapRoot, StringComparison.Ordinal) ? fullPath[mapRoot.Length..].Replace(Path.DirectorySeparatorChar, '/') : null;
+
     private void OnChanged(string fullPath, bool directoryMayHaveChanged)
     {
         Interlocked.Increment(ref _generation);
-        if (!fullPath.StartsWith(_source.Root, StringComparison.Ordinal))
+        if (RelativeOf(fullPath, _source.MapRoot) is not { } relative)
         {
             return;
         }
 
-        string relative = fullPath[_source.Root.Length..].Replace(Path.DirectorySeparatorChar, '/');
         bool found = InvalidateKey(_keyPrefix + relative) | InvalidateDirectoryKey(relative);
         if (Sidecar.OriginalOf(relative) is { } original)
         {
@@ -724,6 +747,11 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
 
     public void Dispose()
     {
+        lock (_writeLock)
+        {
+            _disposed = true;
+        }
+
         _stopping.Cancel();
         _sweep.Dispose();
         _compressionQueue?.Writer.TryComplete();

@@ -43,6 +43,7 @@ internal sealed partial class DescriptorReserveConnectionMiddleware(ConnectionDe
             return next;
         }
 
+        MeasureBaseline();
         ILogger logger = listenOptions.ApplicationServices?.GetService<ILoggerFactory>()?.CreateLogger(LoggerCategory) ?? NullLogger.Instance;
         return new DescriptorReserveConnectionMiddleware(next, reserve, FastFilesMetrics.For(listenOptions.ApplicationServices), logger).OnConnectionAsync;
     }
@@ -68,12 +69,8 @@ internal sealed partial class DescriptorReserveConnectionMiddleware(ConnectionDe
             return false;
         }
 
-        // At most half the limit, and half the room the limit left above what the process held at its first connection:
-        // a reserve set at or above the limit (a value meant for another machine), or a low limit (ulimit -n 256, with
-        // about 200 descriptors held at rest), would refuse every connection, where Kestrel alone serves.
         long descriptor = (long)socket.Handle;
-        long room = limit - Baseline(limit, reserve, logger);
-        if (descriptor < limit - Math.Min(reserve, Math.Min(limit / 2, Math.Max(0, room / 2))))
+        if (descriptor < limit - Math.Min(reserve, limit / 2) || descriptor < limit - Effective(limit, reserve, logger))
         {
             return false;
         }
@@ -96,31 +93,48 @@ internal sealed partial class DescriptorReserveConnectionMiddleware(ConnectionDe
     }
 
     private static long s_baseline = -1;
+    private static int s_reducedLogged;
 
-    // The descriptors the process held when its first connection arrived (at rest: runtime, assemblies, listeners, logs).
-    private static long Baseline(long limit, int reserve, ILogger logger)
+    /// <summary>
+    /// Counts the descriptors the process holds now, as it binds an endpoint (at rest: runtime, assemblies, listeners,
+    /// logs; no connection yet), keeping the smallest count seen: a count taken under load would shrink the reserve.
+    /// </summary>
+    public static void MeasureBaseline()
     {
-        long baseline = Volatile.Read(ref s_baseline);
-        if (baseline >= 0)
-        {
-            return baseline;
-        }
-
+        long count;
         try
         {
-            baseline = Directory.EnumerateFileSystemEntries("/proc/self/fd").LongCount();
+            count = Directory.EnumerateFileSystemEntries("/proc/self/fd").LongCount();
         }
         catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
         {
-            baseline = 0;
+            return;
         }
 
-        if (Interlocked.CompareExchange(ref s_baseline, baseline, -1) == -1 && (limit - baseline) / 2 < reserve)
+        long seen;
+        while (((seen = Volatile.Read(ref s_baseline)) < 0 || count < seen) && Interlocked.CompareExchange(ref s_baseline, count, seen) != seen)
         {
-            Log.DescriptorReserveReduced(logger, reserve, Math.Max(0, (limit - baseline) / 2), limit, baseline);
+        }
+    }
+
+    // The reserve that leaves a connection room: at most half the limit (a reserve set at or above it, a value meant for
+    // another machine, would refuse every connection), and half the room the limit leaves above the descriptors held at
+    // rest (ulimit -n 256 with about 200 held at rest refused every connection, where Kestrel alone serves).
+    private static long Effective(long limit, int reserve, ILogger logger)
+    {
+        if (Volatile.Read(ref s_baseline) < 0)
+        {
+            MeasureBaseline();
         }
 
-        return Volatile.Read(ref s_baseline);
+        long room = limit - Math.Max(0, Volatile.Read(ref s_baseline));
+        long effective = Math.Min(reserve, Math.Min(limit / 2, Math.Max(0, room / 2)));
+        if (effective < reserve && effective < limit / 2 && Interlocked.Exchange(ref s_reducedLogged, 1) == 0)
+        {
+            Log.DescriptorReserveReduced(logger, reserve, effective, limit, Volatile.Read(ref s_baseline));
+        }
+
+        return effective;
     }
 
     // The soft limit, read again at most once a second (prlimit can change it while the process runs).

@@ -58,6 +58,9 @@ internal sealed partial class PhysicalFileSource : FileSource
 
     public string Root => _root;
 
+    /// <summary>The root without a trailing separator ("" for "/"): request paths, which start with "/", follow it.</summary>
+    public string MapRoot => _mapRoot;
+
     public string MapPath(string subpath)
         => Path.DirectorySeparatorChar == '/' ? string.Concat(_mapRoot, subpath) : string.Concat(_mapRoot, subpath.Replace('/', Path.DirectorySeparatorChar));
 

@@ -55,6 +55,7 @@ internal sealed class DescriptorReserveListenerFactory(IConnectionListenerFactor
             return listener;
         }
 
+        DescriptorReserveConnectionMiddleware.MeasureBaseline();
         ILogger logger = services.GetService<ILoggerFactory>()?.CreateLogger(DescriptorReserveConnectionMiddleware.LoggerCategory) ?? NullLogger.Instance;
         return new Listener(listener, reserve, FastFilesMetrics.For(services), logger);
     }

@@ -63,6 +63,33 @@ public sealed class FileCacheTests : IDisposable
         Assert.True(read < 3L * Size, $"read {read / (1024 * 1024)} MiB to hash one {Size / (1024 * 1024)} MiB version");
     }
 
+    // A host disposed without a stop leaves requests running: a build they finish on the disposed cache kept a descriptor
+    // that nothing would close, against the process's budget of kept descriptors.
+    [Fact]
+    public void A_build_after_dispose_keeps_no_descriptor()
+    {
+        File.WriteAllBytes(Path.Combine(_root, "big.bin"), new byte[1024 * 1024]);
+        var cache = new FileCache(new PhysicalFileSource(_root, followLinksOutsideRoot: false), string.Empty, new FastFilesOptions(), new FastFilesMetrics(null), NullLogger.Instance);
+        cache.Dispose();
+
+        CachedFile? entry = cache.Build("/big.bin", "/big.bin", new FileResponseSettings(), precompressed: false);
+
+        Assert.NotNull(entry);
+        Assert.Equal(0, cache.OpenHandles);
+        Assert.False(cache.TryGet("/big.bin", out _));
+    }
+
+    // A root at "/": the watcher's paths were cut one character short of the keys ("tmp/x" for "/tmp/x"), so a changed
+    // file stayed cached until revalidation. (A cache over "/" itself would watch the whole file system: the mapping is
+    // tested on its own.)
+    [Theory]
+    [InlineData("/", "/srv/www/a.txt", "/srv/www/a.txt")]
+    [InlineData("/srv/www", "/srv/www/css/a.css", "/css/a.css")]
+    [InlineData("/srv/www", "/srv/www", "")]
+    [InlineData("/srv/www", "/etc/passwd", null)]
+    public void Watcher_paths_map_to_keys_under_any_root(string root, string fullPath, string? expected)
+        => Assert.Equal(expected, FileCache.RelativeOf(fullPath, new PhysicalFileSource(root, followLinksOutsideRoot: false).MapRoot));
+
     // Out of inotify watches, each new directory's watch fails: that error emptied the whole cache every time (a mkdir
     // under the root cleared 100 entries). Only lost events (queue overflow) do; a directory without a watch is covered
     // by revalidation.

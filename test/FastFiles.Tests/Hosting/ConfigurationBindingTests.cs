@@ -199,6 +199,28 @@ public sealed class ConfigurationBindingTests
         Assert.Contains(key, generated.Message, StringComparison.Ordinal);
     }
 
+    // An empty value for a number, a time or an enum (FastFiles__MaxOpenFiles= in the environment) leaves the option at its
+    // default with the generated binding; the reflection binder failed the host on it.
+    [Theory]
+    [InlineData("FastFiles:MaxOpenFiles")]
+    [InlineData("FastFiles:FileCacheRevalidationInterval")]
+    [InlineData("FastFiles:StaticFiles:HttpsCompression")]
+    public void An_empty_value_keeps_the_default(string key)
+    {
+        IConfigurationRoot configuration = Configuration(new() { [key] = "" });
+        Assert.ThrowsAny<InvalidOperationException>(() =>
+        {
+            Reflected<FastFilesOptions>(configuration.GetSection("FastFiles"));
+            Reflected<FastStaticFileOptions>(configuration.GetSection("FastFiles:StaticFiles"));
+        });
+        using ServiceProvider services = new ServiceCollection().AddSingleton<IConfiguration>(configuration).AddFastFiles().BuildServiceProvider();
+        FastFilesOptions fast = services.GetRequiredService<IOptions<FastFilesOptions>>().Value;
+        FastStaticFileOptions files = services.GetRequiredService<IOptions<FastStaticFileOptions>>().Value;
+        Assert.Equal(new FastFilesOptions().MaxOpenFiles, fast.MaxOpenFiles);
+        Assert.Equal(new FastFilesOptions().FileCacheRevalidationInterval, fast.FileCacheRevalidationInterval);
+        Assert.Equal(new FastStaticFileOptions().HttpsCompression, files.HttpsCompression);
+    }
+
     // The reflection binder skipped a collection item that failed to bind: a lane root with a bad value was silently
     // dropped (and with it, files the app meant to serve). The generated binding stops at it, naming the key.
     [Theory]
