@@ -1,4 +1,3 @@
-using System.Runtime.InteropServices;
 using FastFiles.Diagnostics;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.AspNetCore.Connections;
@@ -17,7 +16,7 @@ namespace FastFiles.Connections;
 /// start a thread (measured: at the limit, a thread start fails pipe2 with EMFILE and the process aborts, "Out of
 /// memory."; issue 10).
 /// </summary>
-internal sealed partial class DescriptorReserveConnectionMiddleware(ConnectionDelegate next, int reserve, FastFilesMetrics metrics, ILogger logger)
+internal sealed class DescriptorReserveConnectionMiddleware(ConnectionDelegate next, int reserve, FastFilesMetrics metrics, ILogger logger)
 {
     public const string LoggerCategory = "FastFiles.Connections.DescriptorReserve";
 
@@ -139,5 +138,4 @@ internal sealed partial class DescriptorReserveConnectionMiddleware(ConnectionDe
 
     // The soft limit, read again at most once a second (prlimit can change it while the process runs).
     private static long Limit() => FastFiles.Files.DescriptorExhaustion.ProcessLimit();
-
 }

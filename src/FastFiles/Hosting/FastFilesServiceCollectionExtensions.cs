@@ -58,8 +58,6 @@ public static class FastFilesServiceCollectionExtensions
         return services;
     }
 
-    // Configuration binding goes before any code configuration of the same options registered earlier
-    // (ConfigureFastStaticFiles before AddFastFiles): code always has the last word, whatever the call order.
     // A section of the app's configuration, as OptionsBuilder.BindConfiguration binds it (resolved when the options are
     // built, with a change token source for the whole configuration).
     private static void BindFirst<T>(IServiceCollection services, string sectionPath, Action<IConfiguration, T> bind)
@@ -79,6 +77,8 @@ public static class FastFilesServiceCollectionExtensions
             services.AddSingleton<IOptionsChangeTokenSource<T>>(new ConfigurationChangeTokenSource<T>(Options.Options.DefaultName, section));
         });
 
+    // Configuration binding goes before any code configuration of the same options registered earlier
+    // (ConfigureFastStaticFiles before AddFastFiles): code always has the last word, whatever the call order.
     private static void BindFirst<T>(IServiceCollection services, Action bind)
         where T : class
     {

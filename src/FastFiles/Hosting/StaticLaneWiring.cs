@@ -128,6 +128,7 @@ internal static class StaticLaneWiring
         {
             FastFilesResources.Hold(services, root);
         }
+
         return all;
     }
 }

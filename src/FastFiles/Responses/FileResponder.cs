@@ -323,8 +323,8 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
             (long start, long count) = (part.Range.Start, part.Range.Count);
             FileStamp? stamp = i == parts.Length - 1 ? file.Stamp : null;
             // Parts from memory longer than a batch go in batches, as a whole body does.
-            FileSendStatus status = file.Content is not null ? Copy(writer, file.Content, start, count, chunk) is { } copied ? copied
-                    : await WriteInBatchesAsync(writer, file.Content.AsMemory((int)start, (int)count), chunk, aborted)
+            FileSendStatus status = file.Content is not null
+                    ? count > chunk ? await WriteInBatchesAsync(writer, file.Content.AsMemory((int)start, (int)count), chunk, aborted) : Copy(writer, file.Content, start, count)
                 : handle is not null ? await FileBodyWriter.WriteAsync(writer, handle, stamp, start, count, bufferSize, options.SynchronousReadThreshold, aborted)
                 : await StreamBodyWriter.WriteAsync(writer, file.FileInfo!, start, count, bufferSize, aborted);
             if (status != FileSendStatus.Completed)
@@ -355,13 +355,8 @@ internal sealed class FileResponder(FastFilesOptions options, ILogger logger, bo
         response.HttpContext.Features.Get<IZeroCopyFileSender>()?.Copied(multipart.ContentLength);
         return FileSendStatus.Completed;
 
-        static FileSendStatus? Copy(PipeWriter writer, byte[] content, long start, long count, int chunk)
+        static FileSendStatus Copy(PipeWriter writer, byte[] content, long start, long count)
         {
-            if (count > chunk)
-            {
-                return null;
-            }
-
             writer.Write(content.AsSpan((int)start, (int)count));
             return FileSendStatus.Completed;
         }
