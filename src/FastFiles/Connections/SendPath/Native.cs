@@ -11,6 +11,8 @@ internal static unsafe partial class Native
     public const int EINVAL = 22;
     public const int ENOSYS = 38;
     public const int EOPNOTSUPP = 95;
+    public const int EPIPE = 32;
+    public const int ECONNRESET = 104;
 
     public const int MSG_DONTWAIT = 0x40;
     public const int MSG_NOSIGNAL = 0x4000;
@@ -18,6 +20,17 @@ internal static unsafe partial class Native
 
     private const int F_GETFL = 3;
     private const int O_NONBLOCK = 0x800;
+
+    /// <summary>
+    /// A failed send's errno as the runtime's sockets report it: a reset is <see cref="System.Net.Sockets.SocketError.ConnectionReset"/>
+    /// or <see cref="System.Net.Sockets.SocketError.Shutdown"/> (EPIPE), as Kestrel's transport tells resets from other errors.
+    /// </summary>
+    public static System.Net.Sockets.SocketException SendError(int errno) => errno switch
+    {
+        ECONNRESET => new System.Net.Sockets.SocketException((int)System.Net.Sockets.SocketError.ConnectionReset),
+        EPIPE => new System.Net.Sockets.SocketException((int)System.Net.Sockets.SocketError.Shutdown),
+        _ => new System.Net.Sockets.SocketException(errno),
+    };
 
     [StructLayout(LayoutKind.Sequential)]
     public struct IoVector

@@ -587,7 +587,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                 return SendFileOutcome.Refused;
             }
 
-            Fail(new SocketException(errno));
+            Fail(Native.SendError(errno));
             return SendFileOutcome.Failed;
         }
 
