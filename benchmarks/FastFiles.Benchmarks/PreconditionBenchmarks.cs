@@ -10,7 +10,7 @@ namespace FastFiles.Benchmarks;
 
 /// <summary>
 /// Conditional-request and range evaluation for one request, with the validators already known: FastFiles'
-/// span-based <c>EvaluatePreconditions</c>, <c>IfRangeAllows</c> and <c>ByteRangeParser</c> against the stock
+/// span-based <c>FileRequestEvaluator.Evaluate</c> (preconditions, If-Range and the Range header) against the stock
 /// approach of parsing the typed headers (<c>GetTypedHeaders()</c>) and comparing the parsed values, as
 /// UseStaticFiles does.
 /// </summary>
@@ -146,7 +146,7 @@ public class PreconditionBenchmarks
         return status + start + count;
     }
 
-    [Benchmark(Description = "FastFiles (EvaluatePreconditions + ByteRangeParser)")]
+    [Benchmark(Description = "FastFiles (FileRequestEvaluator.Evaluate)")]
     public long FastFiles()
     {
         IHeaderDictionary headers = _fastRequest.Headers;

@@ -69,7 +69,13 @@ internal sealed class DescriptorReserveConnectionMiddleware(ConnectionDelegate n
         }
 
         long descriptor = (long)socket.Handle;
-        if (descriptor < limit - Math.Min(reserve, limit / 2) || descriptor < limit - Effective(limit, reserve, logger))
+        if (descriptor < limit - Math.Min(reserve, limit / 2))
+        {
+            return false;
+        }
+
+        long effective = Effective(limit, reserve, logger);
+        if (descriptor < limit - effective)
         {
             return false;
         }
@@ -79,7 +85,7 @@ internal sealed class DescriptorReserveConnectionMiddleware(ConnectionDelegate n
         long last = Interlocked.Read(ref s_lastWarningTicks);
         if (now - last >= QuietTicks && Interlocked.CompareExchange(ref s_lastWarningTicks, now, last) == last)
         {
-            Log.DescriptorReserveReached(logger, descriptor, limit, reserve, Interlocked.Exchange(ref s_refused, 0));
+            Log.DescriptorReserveReached(logger, descriptor, limit, effective, Interlocked.Exchange(ref s_refused, 0));
         }
         else
         {

@@ -50,7 +50,8 @@ public sealed class FastFilesKestrelOptions
     /// descriptors is closed as it arrives (event 4010 once per burst, <c>fastfiles.connections.refused</c>), so files
     /// can still be opened and the .NET runtime can still start threads (at the limit it cannot, and aborts). Linux
     /// only; 0 turns the check off. At most half the limit in effect is held back, whatever the value (one meant for a
-    /// machine with a higher limit must not refuse every connection).
+    /// machine with a higher limit must not refuse every connection), and at most half the room the limit leaves above
+    /// the descriptors the process holds at rest, counted as endpoints are bound (event 4028 once when reduced).
     /// </summary>
     /// <remarks>
     /// Defaults to 64. On endpoints from configuration and from URLs the check comes before TLS, so a connection that

@@ -17,9 +17,9 @@ internal static partial class Log
     public static partial void ConfigurationEndpointStaged(ILogger logger, string endpointName, string parts);
 
     [LoggerMessage(4010, LogLevel.Warning, "Connection refused: its socket is descriptor {Descriptor} of {Limit} (RLIMIT_NOFILE), within the last {Reserve} kept free for files and thread starts; {Suppressed} more such connections since the last warning. Raise the descriptor limit (ulimit -n, LimitNOFILE) or limit connections (KestrelServerLimits.MaxConcurrentConnections).", EventName = "DescriptorReserveReached")]
-    public static partial void DescriptorReserveReached(ILogger logger, long descriptor, long limit, int reserve, long suppressed);
+    public static partial void DescriptorReserveReached(ILogger logger, long descriptor, long limit, long reserve, long suppressed);
 
-    [LoggerMessage(4028, LogLevel.Warning, "The descriptor reserve of {Reserve} is reduced to {Effective}: the descriptor limit {Limit} (RLIMIT_NOFILE) leaves little room above the {InUse} descriptors in use when the first connection arrived. Raise the limit (ulimit -n, LimitNOFILE).", EventName = "DescriptorReserveReduced")]
+    [LoggerMessage(4028, LogLevel.Warning, "The descriptor reserve of {Reserve} is reduced to {Effective}: the descriptor limit {Limit} (RLIMIT_NOFILE) leaves little room above the {InUse} descriptors the process held at rest (the fewest counted as endpoints were bound). Raise the limit (ulimit -n, LimitNOFILE).", EventName = "DescriptorReserveReduced")]
     public static partial void DescriptorReserveReduced(ILogger logger, int reserve, long effective, long limit, long inUse);
 
     [LoggerMessage(4023, LogLevel.Warning, "The descriptor reserve check for an accepted connection failed; the connection was let through.", EventName = "DescriptorReserveCheckFailed")]

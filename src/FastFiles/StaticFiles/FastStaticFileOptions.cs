@@ -6,7 +6,8 @@ namespace Microsoft.AspNetCore.Builder;
 
 /// <summary>
 /// Options for <c>UseFastFiles</c>. Names match <c>StaticFileOptions</c> where the option exists there.
-/// Bindable from the <c>FastFiles:StaticFiles</c> configuration section (the scalar options).
+/// Bindable from the <c>FastFiles:StaticFiles</c> configuration section: every option except <see cref="FileProvider"/>,
+/// <see cref="ContentTypeProvider"/> and the callbacks (lists such as <see cref="DefaultFileNames"/> bind as arrays).
 /// </summary>
 public sealed class FastStaticFileOptions
 {
