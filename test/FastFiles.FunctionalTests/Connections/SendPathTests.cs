@@ -440,6 +440,30 @@ public sealed class SendPathTests(SendPathTests.Fixture fixture) : IClassFixture
     }
 
     [Fact]
+    public async Task A_body_cut_short_by_a_reset_counts_the_bytes_sendfile_handed_to_the_socket()
+    {
+        using var sendfile = new InstrumentRecorder(_f.Meters, "fastfiles.send_path.bytes", new("fastfiles.send_path.method", "sendfile"));
+        using Socket socket = await RawHttp.ConnectAsync(_f.Host.Http, receiveBufferSize: 64 * 1024);
+        await socket.SendAsync(Encoding.ASCII.GetBytes($"GET /fast/zeros100.txt HTTP/1.1\r\nHost: {_f.Host.Http.Authority}\r\n\r\n"));
+        var chunk = new byte[64 * 1024];
+        long got = 0;
+        int read;
+        do
+        {
+            read = await socket.ReceiveAsync(chunk);
+            got += read;
+        }
+        while (got < 2 * 1024 * 1024 && read > 0);
+
+        socket.LingerState = new LingerOption(true, 0);
+        socket.Close();
+
+        // At least what the client read went by sendfile, and not the whole file: the count is what left before the reset.
+        long counted = await Poll.UntilAsync(() => sendfile.Total, 2 * 1024 * 1024);
+        Assert.InRange(counted, 2 * 1024 * 1024 - 1024, (100L * 1024 * 1024) - 1);
+    }
+
+    [Fact]
     public async Task Fallbacks_are_counted_by_reason_and_still_serve_the_file()
     {
         byte[] expected = _f.Contents[65537];

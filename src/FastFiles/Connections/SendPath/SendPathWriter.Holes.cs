@@ -325,6 +325,9 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
         bool refused = false;
         long copiedBytes = 0;
         long fileBytes = 0;
+        long position = 0;
+        long end = 0;
+        bool counted = false;
         try
         {
             // Held for the whole body: a cached handle disposed meanwhile is closed only after our last sendfile.
@@ -336,13 +339,13 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             long started = Stopwatch.GetTimestamp();
             for (int part = 0; part < partCount && !_failed; part++)
             {
-                long position = offset;
-                long end = offset + count;
+                long from = offset;
+                long to = offset + count;
                 if (multipart is not null)
                 {
                     MultipartByteRanges.Part next = multipart.Parts[part];
                     QueueCopy(next.Header.Span);
-                    (position, end) = (next.Range.Start, next.Range.End);
+                    (from, to) = (next.Range.Start, next.Range.End);
                 }
 
                 // MSG_MORE: the held headers (or a part's header block) wait for the range's first bytes, so both leave
@@ -351,6 +354,8 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                 stampChecked &= held.IsCompleted;
                 await held;
 
+                // Set only now, so that a body cut short counts no byte of a range it had not started.
+                (position, end) = (from, to);
                 fileBytes += end - position;
                 long rangeStart = position;
                 // Sends go up to stop: with a stamp, first to the final chunk of the last range, which waits for one
@@ -450,6 +455,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                 return FileSendStatus.ClientDisconnected;
             }
 
+            counted = true;
             _metrics.SendPathSent(fileBytes - copiedBytes, sendfile: true);
             if (count - fileBytes + copiedBytes > 0)
             {
@@ -466,11 +472,31 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
         }
         finally
         {
+            if (!counted)
+            {
+                // A body cut short (reset, truncation, rewrite, rate): the file bytes handed to the socket before it,
+                // as Kestrel's own byte counts include what was written before an abort.
+                CountPartial(fileBytes - (end - position), copiedBytes);
+            }
+
             reopened?.Dispose();
             if (fileAdded)
             {
                 file.DangerousRelease();
             }
+        }
+    }
+
+    private void CountPartial(long fileBytesDone, long copiedBytes)
+    {
+        if (fileBytesDone - copiedBytes > 0)
+        {
+            _metrics.SendPathSent(fileBytesDone - copiedBytes, sendfile: true);
+        }
+
+        if (copiedBytes > 0)
+        {
+            _metrics.SendPathSent(copiedBytes, sendfile: false);
         }
     }
     /// <summary>Queues a copy of bytes the writer sends itself (a part's header block): the caller is the one sender.</summary>
