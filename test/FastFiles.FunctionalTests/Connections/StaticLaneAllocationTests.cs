@@ -27,14 +27,16 @@ public sealed class StaticLaneAllocationCollection;
 [Collection(nameof(StaticLaneAllocationTests))]
 public sealed class StaticLaneAllocationTests : IDisposable
 {
-    private const int BatchSize = 500;
-    private const int BatchesPerRound = 20;
     private readonly TestFiles _files = new();
 
     public void Dispose() => _files.Dispose();
 
-    [Fact]
-    public async Task LaneRequests_AllocateNothing()
+    // Pipelined batches of 500 (the reads complete at once), and one request at a time (every read waits for the next
+    // request: the send path's input then hands the wait to the transport's pipe, which must not allocate to resume it).
+    [Theory]
+    [InlineData(500, 20, 1.0)]
+    [InlineData(1, 4000, 8.0)]
+    public async Task LaneRequests_AllocateNothing(int batchSize, int batchesPerRound, double limit)
     {
         _files.Create("a.css", 1024);
         await using LaneApp host = await LaneApp.StartAsync(_files.Root);
@@ -53,7 +55,7 @@ public sealed class StaticLaneAllocationTests : IDisposable
         start.ArgumentList.Add(Path.Combine(AppContext.BaseDirectory, "Connections", "lane-client.js"));
         start.ArgumentList.Add(host.Lane.Port.ToString(CultureInfo.InvariantCulture));
         start.ArgumentList.Add(Convert.ToBase64String(Encoding.ASCII.GetBytes(request)));
-        start.ArgumentList.Add(BatchSize.ToString(CultureInfo.InvariantCulture));
+        start.ArgumentList.Add(batchSize.ToString(CultureInfo.InvariantCulture));
         start.ArgumentList.Add(responseLength.ToString(CultureInfo.InvariantCulture));
         using Process client = Process.Start(start)!;
         Task<string> errors = client.StandardError.ReadToEndAsync();
@@ -63,7 +65,7 @@ public sealed class StaticLaneAllocationTests : IDisposable
             Assert.Equal("ready", await client.StandardOutput.ReadLineAsync(bound.Token));
 
             // Warm-up: tiered compilation settles before anything is counted.
-            await RunAsync(client, 40, bound.Token);
+            await RunAsync(client, 2 * batchesPerRound, bound.Token);
 
             // The least of several rounds: the lane's own allocations would show in every round, while the rest of the
             // process (Kestrel's heartbeat, timers, this test's two lines to the client) allocates per round or per second.
@@ -71,12 +73,13 @@ public sealed class StaticLaneAllocationTests : IDisposable
             for (int round = 0; round < 5; round++)
             {
                 long before = GC.GetTotalAllocatedBytes(precise: true);
-                await RunAsync(client, BatchesPerRound, bound.Token);
-                perRequest = Math.Min(perRequest, (GC.GetTotalAllocatedBytes(precise: true) - before) / (double)(BatchesPerRound * BatchSize));
+                await RunAsync(client, batchesPerRound, bound.Token);
+                perRequest = Math.Min(perRequest, (GC.GetTotalAllocatedBytes(precise: true) - before) / (double)(batchesPerRound * batchSize));
             }
 
-            // The smallest object is 24 bytes: anything allocated per request would show as at least that.
-            Assert.True(perRequest < 1, $"{perRequest:F2} bytes allocated per lane request");
+            // The smallest object is 24 bytes: anything allocated per request would show as at least that. One request at
+            // a time, the process's own background work (timers, the heartbeat) spreads over fewer requests per second.
+            Assert.True(perRequest < limit, $"{perRequest:F2} bytes allocated per lane request");
             Assert.Equal(0, host.AppRequests);
         }
         finally

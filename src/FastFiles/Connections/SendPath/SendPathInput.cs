@@ -1,7 +1,6 @@
 using System.Buffers;
 using System.IO.Pipelines;
 using System.Runtime.CompilerServices;
-using System.Threading.Tasks.Sources;
 using Microsoft.AspNetCore.Connections;
 
 namespace FastFiles.Connections.SendPath;
@@ -14,22 +13,15 @@ namespace FastFiles.Connections.SendPath;
 /// It also rethrows a client reset that the send path saw as the <see cref="ConnectionResetException"/> Kestrel's own
 /// transport gives the app (see <see cref="SurfaceResetFor"/>).
 /// </summary>
-internal sealed class SendPathInput : PipeReader, IValueTaskSource<ReadResult>
+internal sealed class SendPathInput : PipeReader
 {
     private readonly PipeReader inner;
-    private readonly Action _innerReadCompleted;
     private ReadOnlySequence<byte> _buffer;
-
-    // A read that waits completes through this source, so that its exception can be mapped; allocation-free, and the
-    // continuation runs inline where the inner read completes, as it did without us.
-    private ManualResetValueTaskSourceCore<ReadResult> _read;
-    private ConfiguredValueTaskAwaitable<ReadResult>.ConfiguredValueTaskAwaiter _innerRead;
     private volatile ConnectionAbortedException? _resetAbort;
 
     public SendPathInput(PipeReader inner)
     {
         this.inner = inner;
-        _innerReadCompleted = OnInnerReadCompleted;
     }
 
     /// <summary>
@@ -92,51 +84,28 @@ internal sealed class SendPathInput : PipeReader, IValueTaskSource<ReadResult>
             return new ValueTask<ReadResult>(result);
         }
 
-        // A read that waits is handed over through our source (no allocation). The buffer it
-        // returns is not known, so the advance after it reports nothing unexamined; the next reads of a pipelined
-        // burst complete at once and are seen.
+        // A read that waits (or failed at once) is awaited in a pooled async method: the transport's pipe then schedules
+        // that method's box, which the thread pool queues without allocating (an Action of ours cost 32 B per request).
+        // The buffer it returns is not known, so the advance after it reports nothing unexamined; the next reads of a
+        // pipelined burst complete at once and are seen.
         _buffer = default;
-        _read.Reset();
-        _innerRead = read.ConfigureAwait(false).GetAwaiter();
-        if (read.IsCompleted)
-        {
-            // Failed or canceled at once: its exception is mapped before the caller sees it.
-            OnInnerReadCompleted();
-        }
-        else
-        {
-            _innerRead.UnsafeOnCompleted(_innerReadCompleted);
-        }
-
-        return new ValueTask<ReadResult>(this, _read.Version);
+        return AwaitReadAsync(read);
     }
 
-    private void OnInnerReadCompleted()
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    private async ValueTask<ReadResult> AwaitReadAsync(ValueTask<ReadResult> read)
     {
-        ConfiguredValueTaskAwaitable<ReadResult>.ConfiguredValueTaskAwaiter awaiter = _innerRead;
-        _innerRead = default;
         try
         {
-            _read.SetResult(awaiter.GetResult());
+            return await read.ConfigureAwait(false);
         }
         catch (ConnectionAbortedException ex) when (Reset(ex) is { } reset)
         {
-            _read.SetException(reset);
-        }
-        catch (Exception ex)
-        {
-            _read.SetException(ex);
+            throw reset;
         }
     }
 
     private Exception? Reset(ConnectionAbortedException ex) => ReferenceEquals(ex, _resetAbort) ? ex.InnerException : null;
-
-    ReadResult IValueTaskSource<ReadResult>.GetResult(short token) => _read.GetResult(token);
-
-    ValueTaskSourceStatus IValueTaskSource<ReadResult>.GetStatus(short token) => _read.GetStatus(token);
-
-    void IValueTaskSource<ReadResult>.OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags)
-        => _read.OnCompleted(continuation, state, token, flags);
 
     public override void AdvanceTo(SequencePosition consumed) => AdvanceTo(consumed, consumed);
 
