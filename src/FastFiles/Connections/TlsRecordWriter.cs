@@ -96,9 +96,10 @@ internal sealed class TlsRecordWriter : PipeWriter
         }
 
         Commit();
-        // A request larger than a record (rare: Kestrel writes frames and headers in smaller pieces) gets a buffer of
-        // its own; SslStream splits it into records.
-        _current = needed <= RecordSize ? BlockPool.Rent() : GC.AllocateUninitializedArray<byte>(needed);
+        // A request larger than a record (a file body read from disk asks for 64 KiB at a time) gets a buffer from the
+        // shared array pool, returned with the blocks once written; SslStream splits it into records. A fresh array here
+        // cost about 1 MiB allocated per 1 MiB response over TLS.
+        _current = needed <= RecordSize ? BlockPool.Rent() : ArrayPool<byte>.Shared.Rent(needed);
         _currentLength = 0;
         return _current;
     }
@@ -421,6 +422,8 @@ internal sealed class TlsRecordWriter : PipeWriter
         {
             if (block.Length != RecordSize)
             {
+                // Only a buffer larger than a record, rented from the shared pool (its sizes are powers of two above it).
+                ArrayPool<byte>.Shared.Return(block);
                 return;
             }
 
