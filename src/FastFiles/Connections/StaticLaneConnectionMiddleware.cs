@@ -412,9 +412,11 @@ internal sealed class StaticLaneConnectionMiddleware
                 }
             }
         }
-        catch (IOException ex) when (DescriptorExhaustion.Is(ex))
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
         {
-            // Out of descriptors building an entry: the app's middleware answers 503 with Retry-After (and logs it once).
+            // Building an entry failed: out of descriptors (the app's middleware answers 503 with Retry-After and logs it
+            // once), or a read error (EIO, ESTALE: a failing disk, NFS), which the app answers and logs as it would
+            // without the lane. Never the client's fault, so never the connection's end.
             reason = HandOffReason.Uncached;
             return false;
         }

@@ -156,6 +156,31 @@ public sealed class StaticLaneConnectionTests : IDisposable
         }
     }
 
+    // A read error while the lane builds an entry (EIO or ESTALE: a failing disk, NFS; here a sysfs attribute whose reads
+    // fail) is the server's, not the client's: the request goes to the app, which answers it as without the lane (500),
+    // and the requests behind it on the connection are served. The lane used to end the connection without an answer.
+    [Fact]
+    public async Task A_read_error_building_an_entry_goes_to_the_app_and_the_connection_serves_on()
+    {
+        const string failing = "/sys/devices/system/cpu/power/autosuspend_delay_ms";
+        Assert.Throws<IOException>(() => File.ReadAllBytes(failing));
+        File.CreateSymbolicLink(_files.PathOf("eio.txt"), failing);
+        await using LaneHost host = await LaneHost.StartAsync(_files.Root, files: root =>
+        {
+            FastStaticFileOptions options = LaneHost.FilesFor(root);
+            options.FollowSymlinksOutsideRoot = true;
+            return options;
+        });
+        byte[] requests = Encoding.ASCII.GetBytes(Get("/eio.txt") + Get("/one.txt", "Connection: close\r\n"));
+        foreach ((Uri without, Uri with) in new[] { (host.Plain, host.Lane), (host.Tls, host.LaneTls) })
+        {
+            string expected = LaneHost.WithoutDates(await LaneHost.ExchangeAsync(without, [requests], TimeSpan.FromSeconds(10)));
+            Assert.StartsWith("HTTP/1.1 500 Internal Server Error\r\n", expected, StringComparison.Ordinal);
+            Assert.Contains("HTTP/1.1 200 OK\r\n", expected, StringComparison.Ordinal);
+            Assert.Equal(expected, LaneHost.WithoutDates(await LaneHost.ExchangeAsync(with, [requests], TimeSpan.FromSeconds(10))));
+        }
+    }
+
     [Fact]
     public async Task IdleConnection_ClosedAfterKeepAliveTimeout()
     {
