@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using System.Runtime.InteropServices;
 using FastFiles.Diagnostics;
 using FastFiles.Http;
 using FastFiles.Files;
@@ -24,6 +25,13 @@ namespace FastFiles.Caching;
 internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHashHolder
 {
     private readonly ConcurrentDictionary<string, CachedFile> _entries = new(StringComparer.Ordinal);
+
+    // The directories holding cached keys (each key up to its last '/'), with how many: a watcher event that may name a
+    // directory looks through the entries only when one is under it. A deploy that renames 20,000 temporary files into
+    // place otherwise scanned every entry for each of them (16,000 entries: 5.7 s of CPU for the burst, against 0.6 s
+    // with an empty cache). Changed under _writeLock.
+    private readonly Dictionary<string, int> _directories = new(StringComparer.Ordinal);
+    private int _directoryScans;
     private readonly Lock _writeLock = new();
     private readonly PhysicalFileSource _source;
     private readonly string _keyPrefix;
@@ -261,6 +269,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
             if (_entries.TryRemove(new KeyValuePair<string, CachedFile>(entry.Key, entry)))
             {
                 _bytesHeld -= entry.ContentBytes;
+                TrackLocked(entry.Key, -1);
             }
         }
 
@@ -462,6 +471,10 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
                 _bytesHeld -= previous.ContentBytes;
                 RetireHandles(previous);
             }
+            else
+            {
+                TrackLocked(entry.Key, 1);
+            }
 
             _entries[entry.Key] = entry;
             _bytesHeld += entry.ContentBytes;
@@ -490,6 +503,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
             if (_entries.TryRemove(new KeyValuePair<string, CachedFile>(victim.Key, victim)))
             {
                 _bytesHeld -= victim.ContentBytes;
+                TrackLocked(victim.Key, -1);
                 RetireHandles(victim);
                 evicted++;
             }
@@ -634,7 +648,38 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
     internal static string? RelativeOf(string fullPath, string mapRoot)
         => fullPath.StartsWith(mapRoot, StringComparison.Ordinal) ? fullPath[mapRoot.Length..].Replace(Path.DirectorySeparatorChar, '/') : null;
 
-    private void OnChanged(string fullPath, bool directoryMayHaveChanged)
+    private void TrackLocked(string key, int delta)
+    {
+        string directory = key[..(key.LastIndexOf('/') + 1)];
+        ref int count = ref CollectionsMarshal.GetValueRefOrAddDefault(_directories, directory, out _);
+        count += delta;
+        if (count <= 0)
+        {
+            _directories.Remove(directory);
+        }
+    }
+
+    // Whether a cached key starts with prefix (which ends with '/'): exactly when the directory of one does.
+    private bool HoldsKeysUnder(string prefix)
+    {
+        lock (_writeLock)
+        {
+            foreach (string directory in _directories.Keys)
+            {
+                if (directory.StartsWith(prefix, StringComparison.Ordinal))
+                {
+                    return true;
+                }
+            }
+        }
+
+        return false;
+    }
+
+    /// <summary>Entry scans for a directory's change (tests: a file's own event scans nothing).</summary>
+    internal int DirectoryScans => Volatile.Read(ref _directoryScans);
+
+    internal void OnChanged(string fullPath, bool directoryMayHaveChanged)
     {
         Interlocked.Increment(ref _generation);
         if (RelativeOf(fullPath, _source.MapRoot) is not { } relative)
@@ -652,6 +697,12 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
         {
             // A directory was renamed or removed: everything under it goes.
             string prefix = _keyPrefix + relative + "/";
+            if (!HoldsKeysUnder(prefix))
+            {
+                return;
+            }
+
+            Interlocked.Increment(ref _directoryScans);
             foreach (KeyValuePair<string, CachedFile> pair in _entries)
             {
                 if (pair.Key.StartsWith(prefix, StringComparison.Ordinal))
@@ -704,6 +755,7 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
             }
 
             _entries.Clear();
+            _directories.Clear();
             _bytesHeld = 0;
         }
     }

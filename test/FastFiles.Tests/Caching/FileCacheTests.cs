@@ -122,6 +122,51 @@ public sealed class FileCacheTests : IDisposable
         Assert.Equal(0, cache.Count);
     }
 
+    // A deploy renames thousands of temporary files into place: each rename's old name is no cached key and might have
+    // been a directory. The entries are looked through only when a cached key is under that name.
+    [Fact]
+    public void A_change_to_a_path_with_no_cached_key_under_it_scans_no_entry_and_a_directory_change_still_invalidates()
+    {
+        Directory.CreateDirectory(Path.Combine(_root, "sub", "deeper"));
+        File.WriteAllText(Path.Combine(_root, "top.txt"), "x");
+        File.WriteAllText(Path.Combine(_root, "sub", "a.txt"), "x");
+        File.WriteAllText(Path.Combine(_root, "sub", "deeper", "b.txt"), "x");
+        using var cache = new FileCache(
+            new PhysicalFileSource(_root, followLinksOutsideRoot: false), string.Empty, new FastFilesOptions(), new FastFilesMetrics(null), NullLogger.Instance);
+        var watcher = (FileSystemWatcher)typeof(FileCache).GetField("_watcher", BindingFlags.NonPublic | BindingFlags.Instance)!.GetValue(cache)!;
+        watcher.EnableRaisingEvents = false;
+        foreach (string key in new[] { "/top.txt", "/sub/a.txt", "/sub/deeper/b.txt" })
+        {
+            Assert.NotNull(cache.Build(key, key, new FileResponseSettings(), precompressed: false));
+        }
+
+        for (int i = 0; i < 100; i++)
+        {
+            cache.OnChanged(Path.Combine(_root, $".f{i}.txt.tmp"), directoryMayHaveChanged: true);
+            cache.OnChanged(Path.Combine(_root, "sub", $".f{i}.txt.tmp"), directoryMayHaveChanged: true);
+        }
+
+        cache.OnChanged(Path.Combine(_root, "su"), directoryMayHaveChanged: true);
+        Assert.Equal(0, cache.DirectoryScans);
+        Assert.Equal(3, cache.Count);
+
+        // A directory renamed away: everything under it goes, and nothing else.
+        cache.OnChanged(Path.Combine(_root, "sub"), directoryMayHaveChanged: true);
+        Assert.Equal(1, cache.DirectoryScans);
+        Assert.Equal(1, cache.Count);
+        Assert.True(cache.TryGet("/top.txt", out _, counted: false));
+
+        // Nothing is cached under it any more: no scan.
+        cache.OnChanged(Path.Combine(_root, "sub"), directoryMayHaveChanged: true);
+        Assert.Equal(1, cache.DirectoryScans);
+
+        // Cached again, seen again.
+        Assert.NotNull(cache.Build("/sub/deeper/b.txt", "/sub/deeper/b.txt", new FileResponseSettings(), precompressed: false));
+        cache.OnChanged(Path.Combine(_root, "sub"), directoryMayHaveChanged: true);
+        Assert.Equal(2, cache.DirectoryScans);
+        Assert.Equal(1, cache.Count);
+    }
+
     // Large files asked for once each through a small cache: only the versions still cached when their hash's turn comes
     // are read. The gate is held while they are built, as a long hash ahead of them would.
     [Fact]
