@@ -708,13 +708,6 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
 
         Log.SendPathSendFailed(_logger, _connection.ConnectionId, reason.Message);
 
-        // Kestrel's transport ends the connection with a ConnectionResetException (an IOException) when a send finds
-        // the client gone, and the app's pending body or WebSocket read throws that. Abort takes only a
-        // ConnectionAbortedException, so a reset rides inside it and our input rethrows the reset itself.
-        ConnectionAbortedException abort = reason is SocketException { SocketErrorCode: SocketError.ConnectionReset or SocketError.Shutdown }
-            ? new ConnectionAbortedException("The client reset the connection while the send path was sending.", new ConnectionResetException(reason.Message, reason))
-            : new ConnectionAbortedException("The send path could not send to the socket.", reason);
-        _input?.SurfaceResetFor(abort);
-        _connection.Abort(abort);
+        _connection.Abort(new ConnectionAbortedException("The send path could not send to the socket.", reason));
     }
 }
