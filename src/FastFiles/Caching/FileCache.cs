@@ -28,8 +28,8 @@ internal sealed partial class FileCache : IDisposable, ICacheGauges, IContentHas
 
     // The directories holding cached keys (each key up to its last '/'), with how many: a watcher event that may name a
     // directory looks through the entries only when one is under it. A deploy that renames 20,000 temporary files into
-    // place otherwise scanned every entry for each of them (16,000 entries: 5.7 s of CPU for the burst, against 0.6 s
-    // with an empty cache). Changed under _writeLock.
+    // place otherwise scanned every entry for each of them (16,000 entries cached: 689 ticks of server CPU for the burst,
+    // 241-268 with this check). Changed under _writeLock.
     private readonly Dictionary<string, int> _directories = new(StringComparer.Ordinal);
     private int _directoryScans;
     private readonly Lock _writeLock = new();

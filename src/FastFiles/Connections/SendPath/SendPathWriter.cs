@@ -707,7 +707,6 @@ internal sealed partial class SendPathWriter : PipeWriter, IThreadPoolWorkItem, 
         }
 
         Log.SendPathSendFailed(_logger, _connection.ConnectionId, reason.Message);
-
         _connection.Abort(new ConnectionAbortedException("The send path could not send to the socket.", reason));
     }
 }
