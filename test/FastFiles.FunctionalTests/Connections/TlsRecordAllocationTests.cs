@@ -1,4 +1,3 @@
-using System.Diagnostics;
 using System.Net;
 using FastFiles.FunctionalTests.Infrastructure;
 using Microsoft.AspNetCore.Builder;
@@ -59,26 +58,13 @@ public sealed class TlsRecordAllocationTests : IDisposable
     // Fetches url Requests times on one keep-alive connection and returns the bytes received.
     private static async Task<long> CurlAsync(string url)
     {
-        var start = new ProcessStartInfo("curl") { RedirectStandardOutput = true, RedirectStandardError = true, UseShellExecute = false };
-        foreach (string argument in new[] { "-sk", "--http1.1", "-o", "/dev/null", "-w", "%{size_download}\\n" })
-        {
-            start.ArgumentList.Add(argument);
-        }
-
+        var args = new List<string> { "--http1.1", "-w", "%{size_download}\n" };
         for (int i = 0; i < Requests; i++)
         {
-            start.ArgumentList.Add(url);
-            if (i < Requests - 1)
-            {
-                start.ArgumentList.Add("-o");
-                start.ArgumentList.Add("/dev/null");
-            }
+            args.AddRange(["-o", "/dev/null", url]);
         }
 
-        using Process curl = Process.Start(start)!;
-        string output = await curl.StandardOutput.ReadToEndAsync();
-        await curl.WaitForExitAsync();
-        Assert.Equal(0, curl.ExitCode);
+        string output = await CurlClient.RunAsync([.. args]);
         return output.Split('\n', StringSplitOptions.RemoveEmptyEntries).Sum(long.Parse);
     }
 }

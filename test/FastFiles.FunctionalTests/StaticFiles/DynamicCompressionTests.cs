@@ -370,21 +370,7 @@ public sealed class DynamicCompressionTests(DynamicCompressionTests.Fixture fixt
         File.Delete(body);
     }
 
-    private static async Task<string> Curl(params string[] args)
-    {
-        var start = new ProcessStartInfo("curl") { RedirectStandardOutput = true, RedirectStandardError = true };
-        foreach (string arg in new[] { "-sS", "-k", "--noproxy", "*", "-w", "%{http_code}" }.Concat(args))
-        {
-            start.ArgumentList.Add(arg);
-        }
-
-        using Process curl = Process.Start(start)!;
-        string output = await curl.StandardOutput.ReadToEndAsync();
-        string error = await curl.StandardError.ReadToEndAsync();
-        await curl.WaitForExitAsync();
-        Assert.True(curl.ExitCode == 0, error);
-        return output;
-    }
+    private static Task<string> Curl(params string[] args) => CurlClient.RunAsync(["-w", "%{http_code}", .. args]);
 
     private static void AcceptAndRange(HttpRequestMessage request, string acceptEncoding, string range)
     {

@@ -276,16 +276,7 @@ public sealed class MultiRangeTests(MultiRangeTests.Fixture fixture) : IClassFix
     {
         Uri baseUri = protocol == "--http2" ? _f.Host.Https : protocol == "--http1.1" ? _f.Host.Http : _f.Host.H2c;
         string body = Path.Combine(_f.Files.Root, $"curl-{Guid.NewGuid():N}.out");
-        var start = new ProcessStartInfo("curl") { RedirectStandardOutput = true, RedirectStandardError = true };
-        foreach (string arg in new[] { "-sS", "-k", "--noproxy", "*", protocol, "-r", "0-9,5000-5009", "-o", body, "-w", "%{http_code} %{content_type}", new Uri(baseUri, "/large.bin").ToString() })
-        {
-            start.ArgumentList.Add(arg);
-        }
-
-        using Process curl = Process.Start(start)!;
-        string output = await curl.StandardOutput.ReadToEndAsync();
-        await curl.WaitForExitAsync();
-        Assert.Equal(0, curl.ExitCode);
+        string output = await CurlClient.RunAsync(protocol, "-r", "0-9,5000-5009", "-o", body, "-w", "%{http_code} %{content_type}", new Uri(baseUri, "/large.bin").ToString());
         string[] fields = output.Split(' ', 2);
         Assert.Equal("206", fields[0]);
         string boundary = fields[1].Split("boundary=")[1];
