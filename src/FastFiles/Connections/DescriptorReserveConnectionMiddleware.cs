@@ -69,6 +69,8 @@ internal sealed class DescriptorReserveConnectionMiddleware(ConnectionDelegate n
         }
 
         long descriptor = (long)socket.Handle;
+        // The reserve applied is at most this (see Effective): far from the limit, the common case, nothing more is asked,
+        // and the reduced reserve's warning comes only when a connection comes near it.
         if (descriptor < limit - Math.Min(reserve, limit / 2))
         {
             return false;

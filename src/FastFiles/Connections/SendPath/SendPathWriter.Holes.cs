@@ -455,12 +455,9 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
                 return FileSendStatus.ClientDisconnected;
             }
 
+            // What was not file bytes by sendfile (a part's header block, the closing delimiter, a refused rest) went by copy.
             counted = true;
-            _metrics.SendPathSent(fileBytes - copiedBytes, sendfile: true);
-            if (count - fileBytes + copiedBytes > 0)
-            {
-                _metrics.SendPathSent(count - fileBytes + copiedBytes, sendfile: false);
-            }
+            CountSent(fileBytes - copiedBytes, count - fileBytes + copiedBytes);
 
             return FileSendStatus.Completed;
         }
@@ -476,7 +473,7 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
             {
                 // A body cut short (reset, truncation, rewrite, rate): the file bytes handed to the socket before it,
                 // as Kestrel's own byte counts include what was written before an abort.
-                CountPartial(fileBytes - (end - position), copiedBytes);
+                CountSent(fileBytes - (end - position) - copiedBytes, copiedBytes);
             }
 
             reopened?.Dispose();
@@ -487,18 +484,19 @@ internal sealed partial class SendPathWriter : IZeroCopyFileSender
         }
     }
 
-    private void CountPartial(long fileBytesDone, long copiedBytes)
+    private void CountSent(long bySendFile, long byCopy)
     {
-        if (fileBytesDone - copiedBytes > 0)
+        if (bySendFile > 0)
         {
-            _metrics.SendPathSent(fileBytesDone - copiedBytes, sendfile: true);
+            _metrics.SendPathSent(bySendFile, sendfile: true);
         }
 
-        if (copiedBytes > 0)
+        if (byCopy > 0)
         {
-            _metrics.SendPathSent(copiedBytes, sendfile: false);
+            _metrics.SendPathSent(byCopy, sendfile: false);
         }
     }
+
     /// <summary>Queues a copy of bytes the writer sends itself (a part's header block): the caller is the one sender.</summary>
     private void QueueCopy(ReadOnlySpan<byte> bytes)
     {
